@@ -1,0 +1,328 @@
+"""The two lake tables of one source table, and every write to them.
+
+``<schema>.<table>__changelog`` receives every change, one append per flush, its snapshot summary stamped with
+the source position it covers (``lakegate.lsn`` / ``lakegate.seq``): that stamp is the table's checkpoint.
+``<schema>.<table>`` holds the current state. It is maintained merge-on-read: :meth:`LakeTable.fold` merges the
+change-log tail into it now and then (copy-on-write of the files holding changed keys), stamping the position
+it folded up to. Readers get the current state by merging the state table with the tail after that stamp.
+A table without a key (REPLICA IDENTITY FULL) has only the change log.
+
+pyiceberg offers no API to add data files written chunk by chunk to one snapshot, so we call its internal
+``_dataframe_to_data_files`` (as its own ``Transaction.append`` does) in :func:`_write_files`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchTableError
+from pyiceberg.expressions import AlwaysTrue, GreaterThanOrEqual, In
+from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.snapshots import ancestors_of
+
+from connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Position, TableSchema
+from connectors.errors import CommitConflict, LakeError, SchemaChangeError
+from connectors.iceberg import merge
+from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
+
+log = logging.getLogger(__name__)
+
+PROP_LSN, PROP_SEQ = "lakegate.lsn", "lakegate.seq"
+TABLE_PROPERTIES = {"write.parquet.compression-codec": "zstd", "commit.retry.num-retries": "4"}
+
+
+def stamp(position: Position, **extra: str) -> dict[str, str]:
+    return {PROP_LSN: str(position.lsn), PROP_SEQ: str(position.seq), **extra}
+
+
+def checkpoint_of(table: Table) -> Position | None:
+    """The newest ``lakegate.lsn`` stamp on the table's current snapshot lineage (maintenance commits carry none)."""
+    for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+        props = snapshot.summary.additional_properties if snapshot.summary else {}
+        if PROP_LSN in props:
+            return Position(int(props[PROP_LSN]), int(props.get(PROP_SEQ, 2**62)))
+    return None
+
+
+def _write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
+    for data_file in _dataframe_to_data_files(table_metadata=txn.table_metadata, df=data, io=table.io,
+                                              write_uuid=producer.commit_uuid):
+        producer.append_data_file(data_file)
+    return data.num_rows
+
+
+class LakeTable:
+    """State and change-log tables of one source table in one Iceberg catalog."""
+
+    def __init__(self, catalog: Catalog, schema: TableSchema, *, source: str = "") -> None:
+        self.catalog = catalog
+        self.schema = schema
+        self.source = source
+        self.namespace = schema.table.schema
+        self.name = schema.table.name
+        self.changelog: Table | None = None
+        self.state: Table | None = None
+
+    # ------------------------------------------------------------------------------------------------ setup
+
+    @property
+    def has_state(self) -> bool:
+        return bool(self.schema.key)
+
+    def identifiers(self) -> tuple[str, str]:
+        return f"{self.namespace}.{self.name}", f"{self.namespace}.{self.name}{CHANGELOG_SUFFIX}"
+
+    def load(self) -> bool:
+        """Load existing tables; True when the change log exists."""
+        state_id, changelog_id = self.identifiers()
+        try:
+            self.changelog = self.catalog.load_table(changelog_id)
+        except NoSuchTableError:
+            return False
+        if self.has_state:
+            try:
+                self.state = self.catalog.load_table(state_id)
+            except NoSuchTableError:
+                self.state = None
+        return True
+
+    def create(self) -> None:
+        """Create missing tables (and the namespace)."""
+        try:
+            self.catalog.create_namespace(self.namespace)
+        except NamespaceAlreadyExistsError:
+            pass
+        state_id, changelog_id = self.identifiers()
+        props = {**TABLE_PROPERTIES, "lakegate.source": self.source, "lakegate.key": ",".join(self.schema.key)}
+        if self.changelog is None:
+            self.changelog = self.catalog.create_table_if_not_exists(
+                changelog_id, lake_schema(self.schema, CHANGELOG), properties={**props, "lakegate.kind": CHANGELOG})
+        if self.has_state and self.state is None:
+            self.state = self.catalog.create_table_if_not_exists(
+                state_id, lake_schema(self.schema, STATE), properties={**props, "lakegate.kind": STATE})
+
+    def drop(self) -> None:
+        for ident in self.identifiers():
+            try:
+                self.catalog.purge_table(ident)
+            except NoSuchTableError:
+                pass
+        self.changelog = self.state = None
+
+    def evolve(self, schema: TableSchema) -> None:
+        """Make both tables able to hold rows of ``schema`` (add columns, widen types); raises SchemaChangeError."""
+        assert self.changelog is not None
+        if self.has_state and tuple(schema.key) != tuple(self.schema.key):
+            raise SchemaChangeError(str(schema.table), (
+                f"the key of {schema.table} changed from ({', '.join(self.schema.key)}) to ({', '.join(schema.key)}); "
+                f"the lake state is keyed by the old one. Stop the worker, run 'lakegate maintain --resnapshot "
+                f"{schema.table}' and start it again"))
+        for table, kind in ((self.changelog, CHANGELOG), (self.state, STATE)):
+            if table is None:
+                continue
+            plan = plan_evolution(table.schema(), schema, kind)
+            if not plan:
+                continue
+            with table.update_schema() as update:
+                for name, typ in plan.add:
+                    update.add_column(name, typ)
+                for name, typ in plan.widen:
+                    update.update_column(name, field_type=typ)
+            log.info("%s: evolved %s table: added %s, widened %s", schema.table, kind,
+                     [n for n, _ in plan.add] or "-", [n for n, _ in plan.widen] or "-")
+        self.schema = schema
+
+    # ---------------------------------------------------------------------------------------------- reading
+
+    def checkpoint(self) -> Position | None:
+        """Position of the last change the change log holds; None when the initial snapshot is not complete."""
+        return checkpoint_of(self.changelog) if self.changelog is not None else None
+
+    def state_checkpoint(self) -> Position:
+        if self.state is None:
+            return ZERO
+        return checkpoint_of(self.state) or ZERO
+
+    def refresh(self) -> None:
+        for table in (self.changelog, self.state):
+            if table is not None:
+                table.refresh()
+
+    def tail(self, after: Position, row_filter: Any = None) -> pa.Table:
+        """Change-log rows after ``after``, sorted by position."""
+        assert self.changelog is not None
+        expr = GreaterThanOrEqual(LSN, max(after.lsn, 0))
+        if row_filter is not None:
+            expr = expr & row_filter
+        rows = self.changelog.scan(row_filter=expr).to_arrow()
+        later = pc.or_(pc.greater(rows[LSN], after.lsn),
+                       pc.and_(pc.equal(rows[LSN], after.lsn), pc.greater(rows[SEQ], after.seq)))
+        return merge.sort_changes(rows.filter(later))
+
+    def current(self) -> pa.Table:
+        """The current state: the state table merged with the change-log tail (tests, lookups)."""
+        assert self.state is not None
+        self.refresh()
+        position = self.state_checkpoint()
+        state = self.state.scan().to_arrow()
+        return merge.apply(state, self.tail(position), self.schema.key)
+
+    def lookup(self, keys: pa.Table) -> pa.Table:
+        """Current rows (state columns) for ``keys`` (a table of key columns); absent keys are left out."""
+        assert self.state is not None
+        if keys.num_rows == 0:
+            return self.state.schema().as_arrow().empty_table()
+        first = self.schema.key[0]
+        values = [v for v in keys[first].to_pylist() if v is not None]
+        position = self.state_checkpoint()
+        tail = self.tail(position, In(first, values))
+        state = self.state.scan(row_filter=In(first, values)).to_arrow()
+        current = merge.apply(state, tail, self.schema.key)
+        return current.join(merge._key_columns(keys, self.schema.key), keys=list(self.schema.key),
+                            join_type="left semi") if len(self.schema.key) > 1 else current
+
+    # ---------------------------------------------------------------------------------------------- writing
+
+    def append(self, data: pa.Table, position: Position) -> None:
+        """Append changes (change-log columns) and stamp ``position`` in the same commit."""
+        assert self.changelog is not None
+        data = merge.conform(data, self.changelog.schema().as_arrow())
+        self._commit(self.changelog, lambda txn: txn.append(data, snapshot_properties=stamp(position)))
+
+    def _commit(self, table: Table, action: Any) -> None:
+        try:
+            with table.transaction() as txn:
+                action(txn)
+        except CommitFailedException as exc:
+            table.refresh()
+            raise CommitConflict(f"commit to {table.name()} conflicted: {exc}") from exc
+        except (OSError, ValueError) as exc:
+            raise LakeError(f"cannot commit to lake table {'.'.join(table.name())}: {exc}") from exc
+
+    @contextmanager
+    def snapshot(self, position: Position, commit_ts: int) -> Iterator[SnapshotSink]:
+        """Write an initial snapshot (replacing whatever the tables held) in one commit per table."""
+        assert self.changelog is not None
+        sink = SnapshotSink(self, position, commit_ts)
+        with self.changelog.transaction() as ctxn:
+            sink.begin(ctxn)
+            yield sink
+            sink.finish_changelog()
+        if self.state is not None:
+            sink.commit_state()
+
+    def fold(self) -> int:
+        """Merge the change-log tail into the state table; returns the number of changes folded."""
+        if self.state is None or self.changelog is None:
+            return 0
+        self.refresh()
+        target = self.checkpoint()
+        folded = self.state_checkpoint()
+        if target is None or target <= folded:
+            return 0
+        started = time.monotonic()
+        tail, truncated = merge.after_last_truncate(self.tail(folded))
+        latest = merge.latest_per_key(tail, self.schema.key)
+        live = merge.conform(latest.filter(pc.not_equal(latest[OP], "d")), self.state.schema().as_arrow())
+        state = self.state
+        rewritten = 0
+
+        def rewrite(txn: Transaction) -> None:
+            nonlocal rewritten
+            with txn.update_snapshot(snapshot_properties=stamp(target)).overwrite() as producer:
+                tasks = list(state.scan().plan_files())
+                scan = ArrowScan(state.metadata, state.io, state.schema(), AlwaysTrue())
+                for task in tasks:
+                    if truncated:
+                        producer.delete_data_file(task.file)
+                        continue
+                    rows = scan.to_table([task])
+                    kept = merge.anti_join(rows, latest, self.schema.key)
+                    if kept.num_rows != rows.num_rows:
+                        producer.delete_data_file(task.file)
+                        rewritten += 1
+                        if kept.num_rows:
+                            _write_files(txn, state, merge.conform(kept, state.schema().as_arrow()), producer)
+                if live.num_rows:
+                    _write_files(txn, state, live, producer)
+
+        self._commit(state, rewrite)
+        log.info("%s: folded %d change(s) into the state table up to %s (%d file(s) rewritten, %.2fs)",
+                 self.schema.table, tail.num_rows, target, rewritten, time.monotonic() - started)
+        return tail.num_rows
+
+
+class SnapshotSink:
+    """Receives the chunks of an initial snapshot; see :meth:`LakeTable.snapshot`."""
+
+    def __init__(self, table: LakeTable, position: Position, commit_ts: int) -> None:
+        self.table = table
+        self.position = position
+        self.commit_ts = commit_ts
+        self.rows = 0
+        self._chunks_state: list[Any] = []
+        self._ctxn: Transaction | None = None
+        self._producer: Any = None
+        self._state_txn: Transaction | None = None
+        self._state_producer: Any = None
+
+    def begin(self, ctxn: Transaction) -> None:
+        self._ctxn = ctxn
+        self._producer = ctxn.update_snapshot(snapshot_properties=stamp(self.position)).fast_append()
+        self._producer.__enter__()
+        if ctxn.table_metadata.current_snapshot() is not None:
+            # the change log has history: a truncate marker says that the snapshot rows replace it
+            self._write_changelog(pa.table({OP: ["t"], LSN: [self.position.lsn], SEQ: [0]}))
+        state = self.table.state
+        if state is not None:
+            self._state_txn = state.transaction()
+            self._state_producer = self._state_txn.update_snapshot(
+                snapshot_properties=stamp(self.position)).overwrite()
+            self._state_producer.__enter__()
+            for task in state.scan().plan_files():
+                self._state_producer.delete_data_file(task.file)
+
+    def _write_changelog(self, data: pa.Table) -> None:
+        assert self.table.changelog is not None and self._ctxn is not None
+        full = data.append_column(COMMIT_TS, pa.array([self.commit_ts] * data.num_rows, pa.int64())
+                                  .cast(pa.timestamp("us", tz="UTC")))
+        _write_files(self._ctxn, self.table.changelog, merge.conform(full, self.table.changelog.schema().as_arrow()),
+                     self._producer)
+
+    def write(self, chunk: pa.Table) -> None:
+        """Add source rows (source columns only) as snapshot rows."""
+        n = chunk.num_rows
+        if n == 0:
+            return
+        seqs = pa.array(range(self.rows + 1, self.rows + n + 1), pa.int64())
+        rows = (chunk.append_column(OP, pa.array(["r"] * n, pa.string()))
+                .append_column(LSN, pa.array([self.position.lsn] * n, pa.int64()))
+                .append_column(SEQ, seqs))
+        self._write_changelog(rows)
+        state = self.table.state
+        if state is not None and self._state_txn is not None:
+            full = rows.append_column(COMMIT_TS, pa.array([self.commit_ts] * n, pa.int64())
+                                      .cast(pa.timestamp("us", tz="UTC")))
+            _write_files(self._state_txn, state, merge.conform(full, state.schema().as_arrow()), self._state_producer)
+        self.rows += n
+
+    def finish_changelog(self) -> None:
+        self._producer.__exit__(None, None, None)
+
+    def commit_state(self) -> None:
+        if self._state_txn is None:
+            return
+        self._state_producer.__exit__(None, None, None)
+        self._state_txn.commit_transaction()
+
+
+def keys_of(table: pa.Table, key: Sequence[str]) -> pa.Table:
+    return table.select(list(key))

@@ -1,0 +1,406 @@
+"""The PostgreSQL change source: consistent snapshots plus the pgoutput stream, as Arrow change batches.
+
+Life of a source (driven by ``ingest.worker``)::
+
+    prepare()                    checks, publication, table schemas
+    snapshot(tables) ...         copy tables under a slot's exported snapshot (main slot, or a temporary one)
+    start(checkpoints)           START_REPLICATION; changes at or before a table's checkpoint are skipped
+    poll() / take() / acknowledge(lsn)   read, hand over complete transactions, confirm what the lake holds
+
+Rows are buffered per table as lists of raw text values and converted to Arrow a column at a time in
+:meth:`take`. Nothing is confirmed to the server before the caller says it is durable (:meth:`acknowledge`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+import pyarrow as pa
+
+from connectors.changes import (COMMIT_TS_TYPE, LSN, OP, SEQ, COMMIT_TS, ChangeBatch, Position, TableRef,
+                                TableSchema, format_lsn)
+from connectors.errors import SchemaChangeError, SourceConfigError
+from connectors.postgres import introspect, pgoutput
+from connectors.postgres.connection import connect
+from connectors.postgres.introspect import SourceColumn, SourceTable
+from connectors.postgres.pgoutput import UNCHANGED
+from connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
+from connectors.postgres.snapshot import begin_snapshot, copy_chunks
+from connectors.postgres.types import Codec, ConversionError, TypeCatalog, text_column
+
+log = logging.getLogger(__name__)
+
+STATUS_INTERVAL = 10.0
+
+
+@dataclass
+class _Table:
+    """A replicated table as the stream knows it, with the rows buffered since the last take()."""
+
+    ref: TableRef
+    schema: TableSchema
+    codecs: dict[str, Codec]
+    key_index: tuple[int, ...]
+    checkpoint: Position = Position(-1, -1)
+    failed_at: int | None = None  #: commit LSN of the transaction the table stopped at
+    rows: list[list] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    lsns: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    stamps: list[int] = field(default_factory=list)
+    toast_rows: dict[int, int] = field(default_factory=dict)  #: row -> row whose key identifies the old state
+    segments: list[ChangeBatch] = field(default_factory=list)
+
+    def pending(self) -> int:
+        return len(self.rows) + sum(len(s) for s in self.segments)
+
+
+@dataclass
+class Flush:
+    """What :meth:`PostgresSource.take` hands over: change batches (in order per table) and the LSN to confirm
+    once all of them are durable (None: nothing new can be confirmed)."""
+
+    batches: list[ChangeBatch]
+    ack: int | None
+    positions: dict[TableRef, Position]
+
+
+class PostgresSource:
+    def __init__(self, dsn: str, tables: Sequence[TableRef], *, slot: str, publication: str,
+                 unbounded_numeric: str = "string", name: str = "pg") -> None:
+        self.dsn = dsn
+        self.refs = list(tables)
+        self.slot = slot
+        self.publication = publication
+        self.unbounded_numeric = unbounded_numeric
+        self.name = name
+        self.sql = connect(dsn, application_name="lakegate-ingest")
+        self.types: TypeCatalog = introspect.type_catalog(self.sql)
+        self.source_tables: dict[TableRef, SourceTable] = {}
+        self.tables: dict[TableRef, _Table] = {}
+        self._by_relid: dict[int, _Table | None] = {}
+        self.stream: ReplicationStream | None = None
+        # transaction state
+        self._txn_lsn = 0
+        self._txn_ts = 0
+        self._seq = 0
+        self._in_txn = False
+        self._pending_rows = 0
+        self._pending_bytes = 0
+        self._complete_end = 0  #: end LSN of the last complete transaction buffered
+        self._acked = 0
+        self._received = 0
+        self._last_status = 0.0
+        self.on_table_failed: Callable[[TableRef, Exception], None] | None = None
+
+    # ---------------------------------------------------------------------------------------------- prepare
+
+    def prepare(self) -> dict[TableRef, TableSchema]:
+        """Check the server and tables, make the publication match ``tables``; returns each table's lake schema."""
+        introspect.check_server(self.sql)
+        self.source_tables = introspect.check_tables(self.sql, self.refs)
+        sync_publication(self.sql, self.publication, self.refs)
+        schemas = {}
+        for ref, table in self.source_tables.items():
+            schema, codecs = introspect.lake_schema(ref, table.columns, table.key, self.types, self.unbounded_numeric)
+            schemas[ref] = schema
+            self.tables[ref] = _Table(ref, schema, codecs, _key_index(schema))  # type: ignore[arg-type]
+        return schemas
+
+    def slot_exists(self) -> bool:
+        return check_slot(self.sql, self.slot) is not None
+
+    # --------------------------------------------------------------------------------------------- snapshot
+
+    def snapshot(self, refs: Sequence[TableRef], *, create_slot: bool
+                 ) -> Iterator[tuple[TableRef, Position, int, Iterator[pa.Table]]]:
+        """Copy ``refs`` consistently with the stream.
+
+        With ``create_slot`` the main slot is created and its exported snapshot used (first start); otherwise a
+        temporary slot provides a snapshot point after the main slot's position, and the stream skips each
+        table's changes up to it. Yields (table, checkpoint, snapshot time in µs, chunks) per table.
+        """
+        stream = ReplicationStream(self.dsn, application_name="lakegate-snapshot")
+        try:
+            name = self.slot if create_slot else f"{self.slot}_snap_{int(time.time())}"
+            consistent, snapshot_name = stream.create_slot(name, temporary=not create_slot)
+            position = Position(consistent - 1)
+            conn = connect(self.dsn, application_name="lakegate-snapshot", autocommit=False)
+            try:
+                begin_snapshot(conn, snapshot_name)
+                (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
+                for ref in refs:
+                    table = self.tables[ref]
+                    yield ref, position, now, copy_chunks(conn, self.source_tables[ref], table.codecs)
+                    table.checkpoint = position
+                conn.rollback()
+            finally:
+                conn.close()
+        finally:
+            stream.close()  # a temporary slot goes with its connection
+
+    # ------------------------------------------------------------------------------------------- streaming
+
+    def start(self, checkpoints: dict[TableRef, Position]) -> None:
+        """Start streaming from the slot's confirmed position, skipping what each table already holds."""
+        for ref, position in checkpoints.items():
+            self.tables[ref].checkpoint = position
+        self._reset_txn()
+        self.stream = ReplicationStream(self.dsn)
+        self.stream.start(self.slot, self.publication)
+        self._last_status = time.monotonic()
+
+    def _reset_txn(self) -> None:
+        for table in self.tables.values():
+            table.rows, table.ops, table.lsns, table.seqs, table.stamps = [], [], [], [], []
+            table.toast_rows = {}
+            table.segments = []
+        self._by_relid = {}
+        self._in_txn = False
+        self._pending_rows = self._pending_bytes = 0
+
+    def poll(self, deadline: float, max_rows: int, max_bytes: int) -> None:
+        """Read the stream until ``deadline`` (at a transaction boundary) or until the buffers are full."""
+        assert self.stream is not None
+        read = self.stream.read
+        handle = self._handle
+        while self._pending_rows < max_rows and self._pending_bytes < max_bytes:
+            now = time.monotonic()
+            if now >= deadline and not self._in_txn:
+                break
+            data = read(max(0.0, deadline - now) if not self._in_txn else 1.0)
+            if data is None:
+                self._status_if_due()
+                continue
+            if data[0] == 119:  # 'w' XLogData: 25 bytes of header, then the pgoutput message
+                self._pending_bytes += len(data)
+                handle(data[25:])
+            else:
+                keepalive = pgoutput.decode_copy_data(data)
+                assert isinstance(keepalive, pgoutput.Keepalive)
+                self._received = max(self._received, keepalive.wal_end)
+                if keepalive.reply_requested:
+                    self._send_status(reply=False)
+            if now - self._last_status >= STATUS_INTERVAL:
+                self._send_status()
+
+    def _handle(self, payload: bytes) -> None:
+        kind = payload[0]
+        if kind == 73 or kind == 85 or kind == 68:  # I U D
+            self._row(pgoutput.decode(payload))
+        elif kind == 66:  # B
+            begin = pgoutput.decode(payload)
+            self._txn_lsn, self._txn_ts, self._seq, self._in_txn = begin.final_lsn, begin.commit_ts, 0, True  # type: ignore[union-attr]
+        elif kind == 67:  # C
+            commit = pgoutput.decode(payload)
+            self._in_txn = False
+            self._complete_end = commit.end_lsn  # type: ignore[union-attr]
+            self._received = max(self._received, commit.end_lsn)  # type: ignore[union-attr]
+        elif kind == 82:  # R
+            self._relation(pgoutput.decode(payload))  # type: ignore[arg-type]
+        elif kind == 84:  # T
+            self._truncate(pgoutput.decode(payload))  # type: ignore[arg-type]
+        # Y (type), O (origin), M (message): nothing to keep
+
+    def _keep(self, table: _Table) -> bool:
+        """Whether the current change of ``table`` is new to the lake (and the table is not stopped)."""
+        cp = table.checkpoint
+        lsn = self._txn_lsn
+        if table.failed_at is not None:
+            return False
+        return lsn > cp.lsn or (lsn == cp.lsn and self._seq > cp.seq)
+
+    def _append(self, table: _Table, op: str, values: list) -> int:
+        row = len(table.rows)
+        table.rows.append(values)
+        table.ops.append(op)
+        table.lsns.append(self._txn_lsn)
+        table.seqs.append(self._seq)
+        table.stamps.append(self._txn_ts)
+        self._pending_rows += 1
+        return row
+
+    def _row(self, msg: pgoutput.Insert | pgoutput.Update | pgoutput.Delete) -> None:
+        table = self._by_relid.get(msg.relid)
+        if table is None:
+            self._seq += 1
+            return
+        if isinstance(msg, pgoutput.Insert):
+            self._seq += 1
+            if self._keep(table):
+                self._append(table, "c", msg.new)
+        elif isinstance(msg, pgoutput.Delete):
+            self._seq += 1
+            if self._keep(table):
+                self._append(table, "d", msg.old)
+        else:
+            self._update(table, msg)
+
+    def _update(self, table: _Table, msg: pgoutput.Update) -> None:
+        new, old = msg.new, msg.old
+        moved = False
+        if old is not None and table.key_index:
+            moved = any(old[i] != new[i] and new[i] is not UNCHANGED for i in table.key_index)
+        if moved:
+            self._seq += 1
+            delete_row = len(table.rows) if self._keep(table) else -1
+            if delete_row >= 0:
+                self._append(table, "d", old)  # type: ignore[arg-type]
+        self._seq += 1
+        if not self._keep(table):
+            return
+        if UNCHANGED in new:
+            if msg.old_kind == "O":  # REPLICA IDENTITY FULL: the old row carries the values
+                new = [o if v is UNCHANGED else v for v, o in zip(new, old, strict=True)]  # type: ignore[arg-type]
+            if UNCHANGED in new:
+                row = self._append(table, "u", new)
+                table.toast_rows[row] = delete_row if moved and delete_row >= 0 else row
+                return
+        self._append(table, "u", new)
+
+    def _truncate(self, msg: pgoutput.Truncate) -> None:
+        for relid in msg.relids:
+            table = self._by_relid.get(relid)
+            self._seq += 1
+            if table is not None and self._keep(table):
+                self._append(table, "t", [None] * len(table.schema.columns))
+
+    def _relation(self, msg: pgoutput.Relation) -> None:
+        ref = TableRef(msg.namespace, msg.name)
+        table = self.tables.get(ref)
+        self._by_relid[msg.relid] = table
+        if table is None:
+            return
+        try:
+            schema, codecs = self._relation_schema(ref, msg)
+        except SourceConfigError as exc:
+            self._fail(table, SchemaChangeError(str(ref), str(exc)))
+            return
+        if schema == table.schema:
+            return
+        if table.rows:
+            table.segments.append(self._materialise(table))
+        table.schema, table.codecs, table.key_index = schema, codecs, _key_index(schema)
+
+    def _relation_schema(self, ref: TableRef, msg: pgoutput.Relation) -> tuple[TableSchema, dict[str, Codec]]:
+        ndims = introspect.ndims_of(self.sql, msg.relid)
+        if msg.replica_identity == "f":
+            key = introspect.primary_key(self.sql, msg.relid)
+        else:
+            key = tuple(c.name for c in msg.columns if c.key)
+        columns = [SourceColumn(c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key)
+                   for c in msg.columns]
+        key = tuple(k for k in key if any(c.name == k for c in columns))
+        schema, codecs = introspect.lake_schema(ref, columns, key, self.types, self.unbounded_numeric)
+        # nullability is not in the Relation message: keep what the catalog said for unchanged columns
+        known = {c.name: c for c in self.tables[ref].schema.columns}
+        cols = tuple(known[c.name] if c.name in known and known[c.name].type == c.type else c for c in schema.columns)
+        return TableSchema(ref, cols, schema.key), codecs  # type: ignore[return-value]
+
+    def _fail(self, table: _Table, exc: Exception) -> None:
+        table.failed_at = self._txn_lsn
+        log.error("table %s stopped at %s: %s", table.ref, format_lsn(self._txn_lsn), exc)
+        if self.on_table_failed is not None:
+            self.on_table_failed(table.ref, exc)
+
+    # ------------------------------------------------------------------------------------------- handover
+
+    def _materialise(self, table: _Table) -> ChangeBatch:
+        n = len(table.rows)
+        names = table.schema.names
+        unchanged: dict[str, list[bool]] = {}
+        for row in table.toast_rows:
+            values = table.rows[row]
+            for i, value in enumerate(values):
+                if value is UNCHANGED:
+                    unchanged.setdefault(names[i], [False] * n)[row] = True
+                    values[i] = None
+        columns = list(zip(*table.rows, strict=True)) if n else [() for _ in names]
+        arrays = []
+        for name, raw in zip(names, columns, strict=True):
+            try:
+                arrays.append(table.codecs[name].convert(text_column(raw)))
+            except ConversionError as exc:
+                raise ConversionError(f"table {table.ref}, column {name!r}: {exc}") from exc
+        arrays += [pa.array(table.ops, pa.string()), pa.array(table.lsns, pa.int64()), pa.array(table.seqs, pa.int64()),
+                   pa.array(table.stamps, pa.int64()).cast(COMMIT_TS_TYPE)]
+        data = pa.Table.from_arrays(arrays, names=[*names, OP, LSN, SEQ, COMMIT_TS])
+        toast_from = None
+        if table.toast_rows:
+            toast_from = pa.array([table.toast_rows.get(i, -1) for i in range(n)], pa.int64())
+        batch = ChangeBatch(table.schema, data, {k: pa.array(v) for k, v in unchanged.items()}, toast_from)
+        table.rows, table.ops, table.lsns, table.seqs, table.stamps = [], [], [], [], []
+        table.toast_rows = {}
+        return batch
+
+    def take(self) -> Flush:
+        """Hand over everything buffered. Rows of a transaction still open go too (a partial flush of a huge
+        transaction); the LSN to confirm covers only complete transactions."""
+        batches: list[ChangeBatch] = []
+        positions: dict[TableRef, Position] = {}
+        for table in self.tables.values():
+            segments = table.segments
+            if table.rows:
+                segments = [*segments, self._materialise(table)]
+            table.segments = []
+            for batch in segments:
+                batches.append(batch)
+                positions[table.ref] = batch.last
+        self._pending_rows = self._pending_bytes = 0
+        ack = self._complete_end if self._complete_end > self._acked else None
+        failed = [t.failed_at for t in self.tables.values() if t.failed_at is not None]
+        if ack is not None and failed:
+            ack = min(ack, min(failed)) if min(failed) > self._acked else None
+        return Flush(batches, ack, positions)
+
+    def committed(self, positions: dict[TableRef, Position]) -> None:
+        """The lake now holds these positions (so a reconnect skips them)."""
+        for ref, position in positions.items():
+            self.tables[ref].checkpoint = max(self.tables[ref].checkpoint, position)
+
+    def acknowledge(self, lsn: int) -> None:
+        """Tell the server it may forget WAL before ``lsn``: everything up to it is durable in the lake."""
+        self._acked = max(self._acked, lsn)
+        self._send_status()
+
+    def idle_position(self) -> int | None:
+        """When nothing is buffered or open, the server's WAL end: safe to confirm so the slot holds no WAL."""
+        if self._in_txn or self._pending_rows or any(t.rows or t.segments for t in self.tables.values()):
+            return None
+        if any(t.failed_at is not None for t in self.tables.values()):
+            return None
+        return self._received if self._received > self._acked else None
+
+    def _status_if_due(self) -> None:
+        if time.monotonic() - self._last_status >= STATUS_INTERVAL:
+            self._send_status()
+
+    def _send_status(self, reply: bool = False) -> None:
+        if self.stream is not None:
+            self.stream.send_status(max(self._received, self._acked), self._acked, reply=reply)
+            self._last_status = time.monotonic()
+
+    @property
+    def acked(self) -> int:
+        return self._acked
+
+    def stop_stream(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+    def close(self) -> None:
+        self.stop_stream()
+        try:
+            self.sql.close()
+        except psycopg.Error:
+            pass
+
+
+def _key_index(schema: TableSchema) -> tuple[int, ...]:
+    names = schema.names
+    return tuple(names.index(k) for k in schema.key)

