@@ -18,7 +18,7 @@ Lookup = Callable[[pa.Table], pa.Table]
 
 
 def _storage(col: pa.ChunkedArray | pa.Array) -> list:
-    if isinstance(col.type, pa.ExtensionType):
+    if isinstance(col.type, pa.BaseExtensionType):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         return col.storage.to_pylist()
     return col.to_pylist()
@@ -89,4 +89,4 @@ def _from_lake(lookup: Lookup, keys: list[tuple], key: tuple[str, ...], columns:
 
 
 def _storage_type(typ: pa.DataType) -> pa.DataType:
-    return typ.storage_type if isinstance(typ, pa.ExtensionType) else typ
+    return typ.storage_type if isinstance(typ, pa.BaseExtensionType) else typ

@@ -57,6 +57,7 @@ class Worker:
         self.lake: dict[TableRef, LakeTable] = {}
         self.status: dict[TableRef, TableStatus] = {ref: TableStatus() for ref in self.refs}
         self.stopping = threading.Event()
+        self.streaming = threading.Event()  #: set while the worker streams (snapshot done)
         self._signals = 0
         self.flushes = 0
         self.rows_written = 0
@@ -102,8 +103,10 @@ class Worker:
             self._snapshot(source)
             checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.refs}
             source.start({ref: cp for ref, cp in checkpoints.items() if cp is not None})
+            self.streaming.set()
             self._stream(source)
         finally:
+            self.streaming.clear()
             source.close()
 
     # ------------------------------------------------------------------------------------------ snapshot

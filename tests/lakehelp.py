@@ -55,14 +55,25 @@ def running_worker(settings: settings_mod.Settings) -> Iterator[Worker]:
 
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
+    _ACTIVE.append((worker, errors))
     try:
         yield worker
     finally:
+        _ACTIVE.remove((worker, errors))
         worker.stopping.set()
         thread.join(60)
         assert not thread.is_alive(), "worker did not stop within 60 s"
     if errors:
         raise errors[0]
+
+
+_ACTIVE: list[tuple[Worker, list[BaseException]]] = []
+
+
+def _check_workers() -> None:
+    for _, errors in _ACTIVE:
+        if errors:
+            raise AssertionError(f"the ingest worker failed: {errors[0]!r}") from errors[0]
 
 
 def current_wal(conn: psycopg.Connection) -> int:
@@ -75,9 +86,11 @@ def wait_caught_up(conn: psycopg.Connection, slot: str = "lakegate_pg", timeout:
     """Wait until the slot has confirmed everything written so far (the lake holds it)."""
     from connectors.changes import parse_lsn
 
-    target = current_wal(conn)
     deadline = time.monotonic() + timeout
+    wait_for(lambda: all(w.streaming.is_set() for w, _ in _ACTIVE), timeout, "the worker to start streaming")
+    target = current_wal(conn)
     while time.monotonic() < deadline:
+        _check_workers()
         row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
                            (slot,)).fetchone()
         if row and row[0] and parse_lsn(row[0]) >= target:
@@ -89,6 +102,7 @@ def wait_caught_up(conn: psycopg.Connection, slot: str = "lakegate_pg", timeout:
 def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        _check_workers()
         if predicate():
             return
         time.sleep(0.1)
@@ -125,36 +139,66 @@ def _normal(value: Any) -> Any:
     return value
 
 
+def _temporal_sql(typ: pa.DataType, expr: str) -> str | None:
+    """SQL turning a date/timestamp expression into the integer the lake stores (infinities as DuckDB's)."""
+    if pa.types.is_timestamp(typ):
+        finite = f"(extract(epoch FROM {expr}) * 1000000)::int8"
+        big = 9223372036854775807
+    elif pa.types.is_date32(typ):
+        finite = f"({expr} - '1970-01-01'::date)"
+        big = 2147483647
+    else:
+        return None
+    return (f"CASE WHEN {expr} = 'infinity' THEN {big} WHEN {expr} = '-infinity' THEN -{big} "
+            f"ELSE {finite} END")
+
+
+def _source_expr(name: str, typ: pa.DataType) -> str:
+    col = sql.Identifier(name).as_string()
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return f"CASE WHEN {col} IS NULL THEN NULL ELSE format('%s', {col}) END"  # the type's output function
+    if pa.types.is_float32(typ):
+        return f"{col}::float8"
+    temporal = _temporal_sql(typ, col)
+    if temporal:
+        return temporal
+    if (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and _temporal_sql(typ.value_type, "v"):
+        agg = f"(SELECT array_agg({_temporal_sql(typ.value_type, 'v')} ORDER BY o) FROM unnest({col}) WITH ORDINALITY x(v, o))"
+        return f"CASE WHEN {col} IS NULL THEN NULL ELSE coalesce({agg}, '{{}}') END"
+    return col
+
+
 def source_rows(conn: psycopg.Connection, name: str, lake_schema: pa.Schema, key: tuple[str, ...]) -> list[tuple]:
     """Source rows as comparable tuples, columns cast the way the lake stores them."""
     ref = TableRef.parse(name)
-    exprs = []
-    for field in lake_schema:
-        ident = sql.Identifier(field.name)
-        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
-            exprs.append(sql.SQL("{}::text").format(ident))
-        elif pa.types.is_float32(field.type):
-            exprs.append(sql.SQL("{}::float8").format(ident))
-        else:
-            exprs.append(ident)
-    query = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(exprs), sql.Identifier(ref.schema, ref.name))
+    conn.execute("SET intervalstyle = iso_8601")  # as the worker's sessions
+    exprs = ", ".join(_source_expr(f.name, f.type) for f in lake_schema)
+    query = f"SELECT {exprs} FROM {sql.Identifier(ref.schema, ref.name).as_string()}"
     return sorted((tuple(_normal(v) for v in row) for row in conn.execute(query).fetchall()), key=repr)
 
 
+def _lake_values(col: pa.ChunkedArray) -> list:
+    typ = col.type
+    if isinstance(typ, pa.BaseExtensionType):
+        return [None if v is None else str(v) for v in col.to_pylist()]
+    if pa.types.is_float32(typ):
+        return col.cast(pa.float64()).to_pylist()
+    if pa.types.is_timestamp(typ):
+        return col.cast(pa.int64()).to_pylist()
+    if pa.types.is_date32(typ):
+        return col.cast(pa.int32()).to_pylist()
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        inner = typ.value_type
+        if pa.types.is_timestamp(inner):
+            return col.cast(pa.list_(pa.int64())).to_pylist()
+        if pa.types.is_date32(inner):
+            return col.cast(pa.list_(pa.int32())).to_pylist()
+    return col.to_pylist()
+
+
 def arrow_rows(table: pa.Table, columns: list[str]) -> list[tuple]:
-    out = []
-    cols = []
-    for name in columns:
-        col = table[name]
-        if isinstance(col.type, pa.ExtensionType):
-            cols.append([None if v is None else str(v) for v in col.to_pylist()])
-        elif pa.types.is_float32(col.type):
-            cols.append(col.cast(pa.float64()).to_pylist())
-        else:
-            cols.append(col.to_pylist())
-    for row in zip(*cols, strict=True):
-        out.append(tuple(_normal(v) for v in row))
-    return sorted(out, key=repr)
+    cols = [_lake_values(table[name]) for name in columns]
+    return sorted((tuple(_normal(v) for v in row) for row in zip(*cols, strict=True)), key=repr)
 
 
 def assert_lake_equals_source(conn: psycopg.Connection, settings: settings_mod.Settings, name: str) -> LakeTable:
@@ -171,14 +215,25 @@ def assert_lake_equals_source(conn: psycopg.Connection, settings: settings_mod.S
     return table
 
 
+def _short(row: tuple) -> str:
+    return "(" + ", ".join(repr(v) if len(repr(v)) < 60 else repr(v)[:57] + "..." for v in row) + ")"
+
+
 def _assert_same(lake: list[tuple], source: list[tuple], what: str) -> None:
     if lake == source:
         return
     lake_set, source_set = set(map(repr, lake)), set(map(repr, source))
-    missing = [r for r in source if repr(r) not in lake_set][:5]
-    extra = [r for r in lake if repr(r) not in source_set][:5]
-    raise AssertionError(f"{what} differs from the source: {len(lake)} rows vs {len(source)}; "
-                         f"missing in the lake: {missing}; only in the lake: {extra}")
-
-
-__all__ = ["checkpoint_of"]
+    missing = [r for r in source if repr(r) not in lake_set]
+    extra = [r for r in lake if repr(r) not in source_set]
+    detail = []
+    by_key = {r[0]: r for r in extra}
+    for row in missing[:5]:
+        other = by_key.get(row[0])
+        if other is not None:  # same first column: show the differing columns only
+            diffs = [f"col {i}: source {_short((a,))} lake {_short((b,))}"
+                     for i, (a, b) in enumerate(zip(row, other, strict=True)) if repr(a) != repr(b)]
+            detail.append(f"row {row[0]!r}: " + "; ".join(diffs))
+        else:
+            detail.append(f"missing in the lake: {_short(row)}")
+    detail += [f"only in the lake: {_short(r)}" for r in extra[:5] if r[0] not in {m[0] for m in missing}]
+    raise AssertionError(f"{what} differs from the source ({len(lake)} vs {len(source)} rows):\n  " + "\n  ".join(detail))

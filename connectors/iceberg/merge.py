@@ -37,7 +37,7 @@ def _key_columns(table: pa.Table, key: Sequence[str]) -> pa.Table:
     cols = []
     for name in key:
         col = table[name]
-        if isinstance(col.type, pa.ExtensionType):
+        if isinstance(col.type, pa.BaseExtensionType):
             col = pa.chunked_array([c.storage for c in col.chunks], type=col.type.storage_type)
         cols.append(col)
     return pa.table(cols, names=list(key))

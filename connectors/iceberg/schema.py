@@ -20,7 +20,7 @@ CHANGELOG_SUFFIX = "__changelog"
 
 def iceberg_type(arrow: pa.DataType, next_id: Callable[[], int]) -> it.IcebergType:
     """Arrow type -> Iceberg type (the types :mod:`connectors.postgres.types` produces)."""
-    if isinstance(arrow, pa.ExtensionType) and arrow.extension_name == "arrow.uuid":
+    if isinstance(arrow, pa.BaseExtensionType) and arrow.extension_name == "arrow.uuid":
         return it.UUIDType()
     simple = {
         pa.bool_(): it.BooleanType(), pa.int32(): it.IntegerType(), pa.int64(): it.LongType(),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -52,9 +53,45 @@ def checkpoint_of(table: Table) -> Position | None:
     return None
 
 
+# pyiceberg turns Parquet min/max statistics into Python dates, which stop at years 1 and 9999: a column holding
+# infinity or a BC date would fail the write. Such a column keeps counts only (no bounds) from then on.
+_PY_DAYS = (-719162, 2932896)
+_PY_MICROS = (-62135596800000000, 253402300799999999)
+
+
+def _temporal_leaves(name: str, arr: pa.ChunkedArray | pa.Array) -> Iterator[tuple[str, pa.Array]]:
+    typ = arr.type
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        flat = pa.chunked_array([c.flatten() for c in chunks], type=typ.value_type)
+        yield from _temporal_leaves(f"{name}.element", flat)
+    elif pa.types.is_date32(typ) or pa.types.is_timestamp(typ):
+        yield name, arr
+
+
+def guard_statistics(txn: Transaction, data: pa.Table) -> None:
+    """Switch temporal columns whose values Python cannot represent to counts-only metrics."""
+    props = {}
+    for field in data.schema:
+        for path, arr in _temporal_leaves(field.name, data[field.name]):
+            key = f"write.metadata.metrics.column.{path}"
+            if len(arr) == 0 or arr.null_count == len(arr) or txn.table_metadata.properties.get(key) == "counts":
+                continue
+            bounds = _PY_DAYS if pa.types.is_date32(arr.type) else _PY_MICROS
+            low, high = pc.min_max(arr.cast(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())).values()
+            if low.as_py() < bounds[0] or high.as_py() > bounds[1]:
+                props[key] = "counts"
+    if props:
+        log.info("%s: keeping counts only (no min/max) for %s, which hold(s) values beyond years 1-9999",
+                 ".".join(txn.table_metadata.location.rstrip("/").split("/")[-2:]), ", ".join(props))
+        txn.set_properties(props)
+
+
 def _write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
+    guard_statistics(txn, data)
+    # a fresh write id per call: file names are <write id>-<task>.parquet and tasks count from 0 every call
     for data_file in _dataframe_to_data_files(table_metadata=txn.table_metadata, df=data, io=table.io,
-                                              write_uuid=producer.commit_uuid):
+                                              write_uuid=uuid.uuid4()):
         producer.append_data_file(data_file)
     return data.num_rows
 
@@ -195,7 +232,12 @@ class LakeTable:
         """Append changes (change-log columns) and stamp ``position`` in the same commit."""
         assert self.changelog is not None
         data = merge.conform(data, self.changelog.schema().as_arrow())
-        self._commit(self.changelog, lambda txn: txn.append(data, snapshot_properties=stamp(position)))
+
+        def action(txn: Transaction) -> None:
+            guard_statistics(txn, data)
+            txn.append(data, snapshot_properties=stamp(position))
+
+        self._commit(self.changelog, action)
 
     def _commit(self, table: Table, action: Any) -> None:
         try:

@@ -60,8 +60,9 @@ def convert(text: pa.Table, codecs: Mapping[str, Codec], table: str) -> pa.Table
 
 
 def copy_chunks(conn: psycopg.Connection, table: SourceTable, codecs: Mapping[str, Codec],
-                chunk_bytes: int = CHUNK_BYTES) -> Iterator[pa.Table]:
-    """The table's rows as typed Arrow chunks of about ``chunk_bytes`` of CSV each."""
+                chunk_bytes: int | None = None) -> Iterator[pa.Table]:
+    """The table's rows as typed Arrow chunks of about ``chunk_bytes`` (default CHUNK_BYTES) of CSV each."""
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
     columns = [c.name for c in table.columns]
     buf = bytearray()
     with conn.cursor() as cur, cur.copy(copy_query(table, columns)) as copy:

@@ -166,7 +166,7 @@ _TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
 def _days_from_civil(year: int, month: int, day: int) -> int:
     """Proleptic Gregorian date -> days since 1970-01-01, for any year (H. Hinnant's algorithm)."""
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # floor division: C's (y >= 0 ? y : y - 399) / 400
     yoe = year - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy

@@ -1,0 +1,119 @@
+"""Mixed workloads: the lake equals the source row by row, through the state table and through the change log."""
+
+import psycopg
+import pytest
+
+from connectors.errors import SourceConfigError
+from tests.lakehelp import (assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up)
+
+BIG = "(SELECT string_agg(md5(random()::text || g), '') FROM generate_series(1, 400) g)"  # 12.8 kB, stored out of line
+
+
+def test_mixed_workload(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+    pg.execute("CREATE TABLE accounts (id int PRIMARY KEY, owner text NOT NULL, balance numeric(14,2))")
+    pg.execute("CREATE TABLE ledger (a int, b int, note text, PRIMARY KEY (a, b))")
+    pg.execute("CREATE TABLE events (kind text, payload jsonb)")
+    pg.execute("ALTER TABLE events REPLICA IDENTITY FULL")
+    pg.execute("INSERT INTO accounts SELECT g, 'owner' || g, g FROM generate_series(1, 200) g")
+    pg.execute("INSERT INTO ledger SELECT g % 10, g, 'n' || g FROM generate_series(1, 100) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.accounts", "public.ledger", "public.events"],
+                             fold_interval="0.5s")
+    with running_worker(settings):
+        wait_caught_up(pg)
+        with pg.transaction():  # one transaction over three tables
+            pg.execute("UPDATE accounts SET balance = balance * 2 WHERE id <= 50")
+            pg.execute("INSERT INTO ledger VALUES (99, 1, 'multi')")
+            pg.execute("INSERT INTO events VALUES ('tx', '{\"n\": 1}')")
+        pg.execute("UPDATE accounts SET id = id + 1000 WHERE id BETWEEN 10 AND 20")  # primary-key updates
+        pg.execute("UPDATE ledger SET b = -b, note = 'moved' WHERE a = 3")  # composite key update
+        try:
+            with pg.transaction():
+                pg.execute("DELETE FROM accounts")
+                pg.execute("INSERT INTO ledger VALUES (100, 100, 'never')")
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        pg.execute("DELETE FROM accounts WHERE id % 3 = 0")
+        pg.execute("INSERT INTO accounts VALUES (3, 'back', 3.33)")  # a deleted key comes back
+        pg.execute("TRUNCATE ledger")
+        pg.execute("INSERT INTO ledger VALUES (1, 1, 'after truncate'), (2, 2, 'x')")
+        pg.execute("UPDATE ledger SET note = 'updated after truncate' WHERE a = 1")
+        pg.execute("INSERT INTO events SELECT 'bulk', jsonb_build_object('i', g) FROM generate_series(1, 50) g")
+        pg.execute("DELETE FROM events WHERE payload->>'i' = '7'")
+        pg.execute("UPDATE events SET kind = 'changed' WHERE payload->>'i' = '8'")
+        for i in range(30):  # many small transactions
+            pg.execute("UPDATE accounts SET balance = balance + 1 WHERE id = %s", (100 + i,))
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.accounts")
+    assert_lake_equals_source(pg, settings, "public.ledger")
+    events = lake_table(settings, "public.events")
+    assert events.state is None, "a table without a key is kept as a change log only"
+    ops = events.changelog.scan().to_arrow().group_by("_op").aggregate([("_op", "count")]).to_pylist()
+    assert {r["_op"]: r["_op_count"] for r in ops} == {"c": 51, "d": 1, "u": 1}
+
+
+def test_unchanged_toast_values_are_carried_over(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+    pg.execute("CREATE TABLE docs (id int PRIMARY KEY, title text, body text, meta jsonb)")
+    pg.execute(f"INSERT INTO docs SELECT g, 't' || g, {BIG}, jsonb_build_object('big', {BIG}) "
+               "FROM generate_series(1, 5) g")
+    (stored,) = pg.execute("SELECT pg_column_size(body) FROM docs WHERE id = 1").fetchone()
+    assert stored > 2000, "the test needs values stored out of line (TOAST)"
+    settings = make_settings(pg_dsn, lake_dir, ["public.docs"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+        pg.execute("UPDATE docs SET title = 'renamed' WHERE id IN (1, 2)")  # body unchanged: lake lookup
+        wait_caught_up(pg)
+        with pg.transaction():  # insert and update in one batch: filled from the same batch
+            pg.execute(f"INSERT INTO docs VALUES (10, 'new', {BIG}, '{{}}')")
+            pg.execute("UPDATE docs SET title = 'renamed again' WHERE id = 10")
+        pg.execute("UPDATE docs SET id = 100 WHERE id = 3")  # key update with unchanged TOAST values
+        pg.execute("UPDATE docs SET title = 'third' WHERE id = 100")
+        pg.execute("UPDATE docs SET title = 't', meta = '{\"small\": true}' WHERE id = 4")
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.docs")
+    changes = table.changelog.scan().to_arrow().to_pylist()
+    assert all(r["body"] is not None for r in changes if r["_op"] in ("r", "c", "u")), "a body was written as NULL"
+
+
+def test_table_without_key_or_identity_is_refused(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+    pg.execute("CREATE TABLE loose (a int, b text)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.loose", "public.nothere"])
+    with pytest.raises(SourceConfigError) as info:
+        with running_worker(settings):
+            pass
+    message = str(info.value)
+    assert "public.loose has no primary key" in message and "REPLICA IDENTITY FULL" in message
+    assert "public.nothere does not exist" in message
+
+
+def test_state_table_after_fold_equals_source(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v int)")
+    pg.execute("INSERT INTO t SELECT g, g FROM generate_series(1, 3000) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t"], fold_interval="0s")
+    with running_worker(settings):
+        wait_caught_up(pg)
+        pg.execute("UPDATE t SET v = -v WHERE id % 5 = 0")
+        pg.execute("DELETE FROM t WHERE id % 11 = 0")
+        pg.execute("INSERT INTO t VALUES (5000, 1)")
+        wait_caught_up(pg)
+    table = lake_table(settings, "public.t")
+    table.fold()
+    assert table.state_checkpoint() == table.checkpoint()
+    assert table.tail(table.state_checkpoint()).num_rows == 0
+    rows = sorted((r["id"], r["v"]) for r in table.state.scan().to_arrow().to_pylist())
+    assert rows == sorted(pg.execute("SELECT id, v FROM t").fetchall())
+
+
+def test_snapshot_in_many_chunks(pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch) -> None:
+    from connectors.postgres import snapshot
+
+    monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
+    pg.execute("CREATE TABLE wide (id int PRIMARY KEY, t text, n numeric(20,4))")
+    pg.execute("INSERT INTO wide SELECT g, repeat('w', g % 50), g / 7.0 FROM generate_series(1, 20000) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.wide"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.wide")
+    files = list(table.state.scan().plan_files())
+    assert len(files) > 5, "the snapshot should have been written in several chunks"
+    assert table.changelog.current_snapshot().summary["added-records"] == "20000"
