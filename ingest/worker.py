@@ -148,7 +148,7 @@ class Worker:
         while True:
             deadline = time.monotonic() + interval
             if not self.stopping.is_set():
-                source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes)
+                source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes, self.stopping.is_set)
             flush = source.take()
             self._write(flush)
             source.committed(flush.positions)

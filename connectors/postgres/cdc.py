@@ -163,16 +163,17 @@ class PostgresSource:
         self._in_txn = False
         self._pending_rows = self._pending_bytes = 0
 
-    def poll(self, deadline: float, max_rows: int, max_bytes: int) -> None:
-        """Read the stream until ``deadline`` (at a transaction boundary) or until the buffers are full."""
+    def poll(self, deadline: float, max_rows: int, max_bytes: int, stop: Callable[[], bool] = lambda: False) -> None:
+        """Read the stream until ``deadline`` or ``stop()`` (at a transaction boundary) or until the buffers
+        are full."""
         assert self.stream is not None
         read = self.stream.read
         handle = self._handle
         while self._pending_rows < max_rows and self._pending_bytes < max_bytes:
             now = time.monotonic()
-            if now >= deadline and not self._in_txn:
+            if (now >= deadline or stop()) and not self._in_txn:
                 break
-            data = read(max(0.0, deadline - now) if not self._in_txn else 1.0)
+            data = read(min(max(0.0, deadline - now), 0.25) if not self._in_txn else 0.25)
             if data is None:
                 self._status_if_due()
                 continue

@@ -1,0 +1,174 @@
+"""Faults: SIGKILL at random moments, signals, dropped connections, a PostgreSQL restart, WAL retention."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+
+import psycopg
+import pytest
+
+from connectors.changes import parse_lsn
+from tests.lakehelp import (assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up,
+                            wait_for)
+from tests.procs import Proc, write_config
+
+
+class Workload:
+    """Random transactions against two tables until stopped."""
+
+    def __init__(self, dsn: str, seed: int) -> None:
+        self.dsn = dsn
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.transactions = 0
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Workload:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        if self.error:
+            raise self.error
+
+    def _run(self) -> None:
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                while not self.stop.is_set():
+                    self._transaction(conn)
+                    self.transactions += 1
+        except BaseException as exc:  # reported by __exit__
+            self.error = exc
+
+    def _transaction(self, conn: psycopg.Connection) -> None:
+        r = self.rng
+        with conn.transaction():
+            for _ in range(r.randint(1, 20)):
+                choice = r.random()
+                key = r.randint(1, 3000)
+                if choice < 0.45:
+                    conn.execute("INSERT INTO orders VALUES (%s, %s, %s, now()) ON CONFLICT (id) DO UPDATE "
+                                 "SET amount = EXCLUDED.amount", (key, r.randint(1, 10**9) / 100, f"s{key % 7}"))
+                elif choice < 0.75:
+                    conn.execute("UPDATE orders SET amount = amount + 1, status = 'x' WHERE id BETWEEN %s AND %s",
+                                 (key, key + r.randint(0, 30)))
+                elif choice < 0.85:
+                    conn.execute("DELETE FROM orders WHERE id BETWEEN %s AND %s", (key, key + r.randint(0, 10)))
+                else:
+                    conn.execute("INSERT INTO audit (note) VALUES (%s)", (f"note {key}",))
+
+
+def _setup(pg: psycopg.Connection) -> None:
+    pg.execute("CREATE TABLE orders (id int PRIMARY KEY, amount numeric(14,2), status text, at timestamptz)")
+    pg.execute("CREATE TABLE audit (id bigserial PRIMARY KEY, note text)")
+    pg.execute("INSERT INTO orders SELECT g, g / 3.0, 'new', now() FROM generate_series(1, 100000) g")
+
+
+def _assert_no_duplicates(settings, name: str) -> None:
+    changelog = lake_table(settings, name).changelog.scan(selected_fields=("_lsn", "_seq")).to_arrow()
+    positions = changelog.group_by(["_lsn", "_seq"]).aggregate([("_lsn", "count")])
+    duplicated = positions.filter(positions["_lsn_count"].to_numpy() > 1)
+    assert duplicated.num_rows == 0, f"{name}: duplicated changes {duplicated.to_pylist()[:5]}"
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_loses_and_duplicates_nothing(pg, pg_dsn, lake_dir, tmp_path) -> None:
+    _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"], fold_interval="1s")
+    config = write_config(settings, tmp_path / "lakegate.toml")
+    rng = random.Random(7)
+    with Workload(pg_dsn, seed=1) as workload:
+        for attempt in range(5):
+            worker = Proc(["ingest", "--config", str(config)], tmp_path / f"worker{attempt}.log")
+            if attempt == 0:  # inside the initial snapshot
+                worker.wait_for_output("created replication slot")
+            else:  # anywhere in the stream: between, inside or during commits
+                worker.wait_for_output("streaming from slot")
+                time.sleep(rng.uniform(0.1, 2.5))
+            worker.kill()
+        assert workload.transactions > 20
+    final = Proc(["ingest", "--config", str(config)], tmp_path / "final.log")
+    try:
+        final.wait_for_output("streaming from slot")
+        wait_caught_up(pg, timeout=120)
+    finally:
+        final.signal(signal.SIGTERM)
+        assert final.wait(60) == 0, final.output()[-2000:]
+    assert "stopped cleanly" in final.output()
+    for name in ("public.orders", "public.audit"):
+        assert_lake_equals_source(pg, settings, name)
+        _assert_no_duplicates(settings, name)
+
+
+def test_sigterm_flushes_and_stops_cleanly_and_a_second_signal_stops_at_once(pg, pg_dsn, lake_dir, tmp_path) -> None:
+    _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"], commit_interval="30s")
+    config = write_config(settings, tmp_path / "lakegate.toml")
+    worker = Proc(["ingest", "--config", str(config)], tmp_path / "worker.log")
+    worker.wait_for_output("streaming from slot")
+    pg.execute("UPDATE orders SET status = 'sigterm' WHERE id <= 100")
+    time.sleep(0.5)  # the change is read but, with a 30 s interval, not committed yet
+    started = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, worker.output()[-2000:]
+    assert time.monotonic() - started < 15, "SIGTERM should cut the commit interval short"
+    assert "stopped cleanly" in worker.output()
+    assert_lake_equals_source(pg, settings, "public.orders")  # flushed before stopping
+
+    worker = Proc(["ingest", "--config", str(config)], tmp_path / "worker2.log")
+    worker.wait_for_output("streaming from slot")
+    pg.execute("UPDATE orders SET status = 'twice' WHERE id <= 100")
+    time.sleep(0.5)
+    worker.signal(signal.SIGINT)
+    worker.signal(signal.SIGINT)
+    worker.wait(30)
+    with running_worker(make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"])):
+        # nothing the second signal cut short is lost
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.orders")
+
+
+def test_reconnects_after_dropped_connection_and_server_restart(pg_server, pg_dsn, lake_dir) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as pg:
+        _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"])
+    with running_worker(settings) as worker:
+        with psycopg.connect(pg_dsn, autocommit=True) as pg:
+            wait_caught_up(pg)
+            pg.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                       "WHERE slot_name = 'lakegate_pg'")
+            pg.execute("UPDATE orders SET status = 'after terminate' WHERE id % 2 = 0")
+        flushes = worker.flushes
+        pg_server.restart("fast")
+        with psycopg.connect(pg_dsn, autocommit=True) as pg:
+            pg.execute("DELETE FROM orders WHERE id % 5 = 0")
+            wait_caught_up(pg, timeout=120)
+            assert worker.flushes > flushes
+            assert_lake_equals_source(pg, settings, "public.orders")
+
+
+def test_idle_published_tables_do_not_hold_wal_back(pg, pg_dsn, lake_dir) -> None:
+    pg.execute("CREATE TABLE published (id int PRIMARY KEY)")
+    pg.execute("CREATE TABLE busy (id serial PRIMARY KEY, pad text)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.published"])
+
+    def confirmed() -> int:
+        (lsn,) = pg.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+                            "WHERE slot_name = 'lakegate_pg'").fetchone()
+        return parse_lsn(lsn)
+
+    with running_worker(settings):
+        wait_caught_up(pg)
+        start = confirmed()
+        for _ in range(20):
+            pg.execute("INSERT INTO busy (pad) SELECT repeat('x', 500) FROM generate_series(1, 200)")
+        (written,) = pg.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        wait_for(lambda: confirmed() >= parse_lsn(written), timeout=60, what="the slot to confirm idle WAL")
+    assert confirmed() - start > 1_000_000, "the slot should have moved past the unpublished table's WAL"
+    assert lake_table(settings, "public.published").changelog.current_snapshot().summary["total-records"] == "0"
