@@ -18,17 +18,18 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from connectors.changes import ChangeBatch, Position, TableRef, format_lsn
+from connectors.changes import LSN, ChangeBatch, TableRef, format_lsn
 from connectors.errors import (ConnectorError, SchemaChangeError, SourceConfigError, TransientError)
 from connectors.iceberg import catalog as lake_catalog
 from connectors.iceberg import merge
 from connectors.iceberg.writer import LakeTable
 from connectors.postgres.cdc import Flush, PostgresSource
 from connectors.postgres.types import ConversionError
+from ingest.maintain import MaintenanceThread
 from ingest.progress import Progress
 from ingest.toast import fill_unchanged
 from lakegate.settings import IngestSettings, Settings, SourceSettings
@@ -42,8 +43,7 @@ class Interrupted(Exception):
 
 @dataclass
 class TableStatus:
-    rows_since_fold: int = 0
-    last_fold: float = field(default_factory=time.monotonic)
+    rows_appended: int = 0
     failed: str | None = None
 
 
@@ -80,6 +80,16 @@ class Worker:
 
     def run(self) -> None:
         """Run until stopped; retry transient faults with backoff; raise fatal ones."""
+        done = threading.Event()
+        upkeep = MaintenanceThread(self.settings, self.refs, done, lambda ref: self.status[ref].rows_appended)
+        upkeep.start()
+        try:
+            self._run_with_retries()
+        finally:
+            done.set()
+            upkeep.join(60)
+
+    def _run_with_retries(self) -> None:
         backoff = 0.5
         while not self.stopping.is_set():
             started = time.monotonic()
@@ -150,9 +160,9 @@ class Worker:
             if not self.stopping.is_set():
                 source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes, self.stopping.is_set)
             flush = source.take()
-            self._write(flush)
+            self._write(flush, source)
             source.committed(flush.positions)
-            ack = flush.ack if flush.ack is not None else source.idle_position()
+            ack = source.confirmable(flush.ack if flush.ack is not None else source.idle_position())
             if flush.batches or ack is not None:
                 log.debug("flush: %d row(s) in %d batch(es), confirming %s", sum(len(b) for b in flush.batches),
                           len(flush.batches), format_lsn(ack) if ack is not None else "-")
@@ -164,9 +174,8 @@ class Worker:
             if self.stopping.is_set():
                 log.info("stopped cleanly; confirmed up to %s", format_lsn(source.acked))
                 return
-            self._maybe_fold()
 
-    def _write(self, flush: Flush) -> None:
+    def _write(self, flush: Flush, source: PostgresSource) -> None:
         by_table: dict[TableRef, list[ChangeBatch]] = {}
         for batch in flush.batches:
             by_table.setdefault(batch.schema.table, []).append(batch)
@@ -177,10 +186,11 @@ class Worker:
             try:
                 data = self._prepare(table, batches)
             except (SchemaChangeError, ConversionError) as exc:
+                source.fail_table(ref, batches[0].data[LSN][0].as_py())
                 self._table_failed(ref, exc)
                 continue
             table.append(data, flush.positions[ref])
-            self.status[ref].rows_since_fold += data.num_rows
+            self.status[ref].rows_appended += data.num_rows
             self.rows_written += data.num_rows
 
     def _prepare(self, table: LakeTable, batches: list[ChangeBatch]) -> pa.Table:
@@ -196,16 +206,6 @@ class Worker:
             log.error("table %s stopped: %s. Its changes are not confirmed to PostgreSQL until this is resolved",
                       ref, exc)
         self.status[ref].failed = str(exc)
-
-    def _maybe_fold(self) -> None:
-        now = time.monotonic()
-        for ref, status in self.status.items():
-            if status.failed or not status.rows_since_fold:
-                continue
-            if status.rows_since_fold >= self.cfg.fold_rows or now - status.last_fold >= self.cfg.fold_interval:
-                self.lake[ref].fold()
-                status.rows_since_fold = 0
-                status.last_fold = time.monotonic()
 
 
 def run(settings: Settings) -> None:

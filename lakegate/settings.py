@@ -87,7 +87,10 @@ class IngestSettings:
                            1_000_000)
     unbounded_numeric: str = _help("Lake type of numeric columns without precision: 'string' (exact text) or "
                                    "'decimal(P,S)' (values that do not fit stop ingest with an error).", "string")
-    snapshot_expiry: float = _help("Expire Iceberg snapshots older than this.", 7 * 86400.0, kind="duration")
+    snapshot_expiry: float = _help("Expire Iceberg snapshots older than this (time travel reaches this far back).",
+                                   3600.0, kind="duration")
+    maintenance_interval: float = _help("How often the worker compacts small files and expires snapshots "
+                                        "(0 = never; run 'lakegate maintain' instead).", 300.0, kind="duration")
 
 
 @dataclass

@@ -3,6 +3,8 @@
 import psycopg
 import pytest
 
+from ingest.worker import Worker
+
 from tests.lakehelp import assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up
 
 TYPES_DDL = """
@@ -78,5 +80,4 @@ def test_unsupported_type_is_refused_with_table_column_and_type(pg: psycopg.Conn
     pg.execute("CREATE TABLE shapes (id int PRIMARY KEY, area point)")
     settings = make_settings(pg_dsn, lake_dir, ["public.shapes"])
     with pytest.raises(SourceConfigError, match=r"public\.shapes.*'area'.*point"):
-        with running_worker(settings):
-            pass
+        Worker(settings).run()

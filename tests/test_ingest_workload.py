@@ -3,6 +3,8 @@
 import psycopg
 import pytest
 
+from ingest.worker import Worker
+
 from connectors.errors import SourceConfigError
 from tests.lakehelp import (assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up)
 
@@ -79,8 +81,7 @@ def test_table_without_key_or_identity_is_refused(pg: psycopg.Connection, pg_dsn
     pg.execute("CREATE TABLE loose (a int, b text)")
     settings = make_settings(pg_dsn, lake_dir, ["public.loose", "public.nothere"])
     with pytest.raises(SourceConfigError) as info:
-        with running_worker(settings):
-            pass
+        Worker(settings).run()
     message = str(info.value)
     assert "public.loose has no primary key" in message and "REPLICA IDENTITY FULL" in message
     assert "public.nothere does not exist" in message

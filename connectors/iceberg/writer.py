@@ -29,7 +29,7 @@ from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import ancestors_of
 
-from connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Position, TableSchema
+from connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, Position, TableRef, TableSchema
 from connectors.errors import CommitConflict, LakeError, SchemaChangeError
 from connectors.iceberg import merge
 from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
@@ -37,7 +37,15 @@ from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_s
 log = logging.getLogger(__name__)
 
 PROP_LSN, PROP_SEQ = "lakegate.lsn", "lakegate.seq"
-TABLE_PROPERTIES = {"write.parquet.compression-codec": "zstd", "commit.retry.num-retries": "4"}
+TABLE_PROPERTIES = {
+    "write.parquet.compression-codec": "zstd",
+    # one commit a second: merge manifests as they pile up, keep few old metadata files
+    "commit.manifest-merge.enabled": "true",
+    "commit.manifest.min-count-to-merge": "32",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "16",
+}
+COMMIT_ATTEMPTS = 4
 
 
 def stamp(position: Position, **extra: str) -> dict[str, str]:
@@ -88,12 +96,15 @@ def guard_statistics(txn: Transaction, data: pa.Table) -> None:
 
 
 def _write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
+    """Write ``data`` as data files of ``table`` and add them to ``producer``; returns the number of files."""
     guard_statistics(txn, data)
+    written = 0
     # a fresh write id per call: file names are <write id>-<task>.parquet and tasks count from 0 every call
     for data_file in _dataframe_to_data_files(table_metadata=txn.table_metadata, df=data, io=table.io,
                                               write_uuid=uuid.uuid4()):
         producer.append_data_file(data_file)
-    return data.num_rows
+        written += 1
+    return written
 
 
 class LakeTable:
@@ -107,6 +118,20 @@ class LakeTable:
         self.name = schema.table.name
         self.changelog: Table | None = None
         self.state: Table | None = None
+
+    @classmethod
+    def open(cls, catalog: Catalog, ref: TableRef) -> LakeTable:
+        """The lake tables of ``ref`` as they are (the schema is read from the change log); raises LakeError."""
+        try:
+            changelog = catalog.load_table(f"{ref.schema}.{ref.name}{CHANGELOG_SUFFIX}")
+        except NoSuchTableError as exc:
+            raise LakeError(f"the lake has no table {ref}{CHANGELOG_SUFFIX}; has the worker replicated {ref}?") from exc
+        key = tuple(k for k in changelog.properties.get("lakegate.key", "").split(",") if k)
+        fields = [f for f in changelog.schema().as_arrow() if f.name not in (OP, LSN, SEQ, COMMIT_TS)]
+        schema = TableSchema(ref, tuple(Column(f.name, f.type, "", f.name in key) for f in fields), key)
+        table = cls(catalog, schema, source=changelog.properties.get("lakegate.source", ""))
+        table.load()
+        return table
 
     # ------------------------------------------------------------------------------------------------ setup
 
@@ -219,6 +244,7 @@ class LakeTable:
             return self.state.schema().as_arrow().empty_table()
         first = self.schema.key[0]
         values = [v for v in keys[first].to_pylist() if v is not None]
+        self.refresh()  # a fold may have moved the state on (and expiry removed what an old snapshot used)
         position = self.state_checkpoint()
         tail = self.tail(position, In(first, values))
         state = self.state.scan(row_filter=In(first, values)).to_arrow()
@@ -240,14 +266,19 @@ class LakeTable:
         self._commit(self.changelog, action)
 
     def _commit(self, table: Table, action: Any) -> None:
-        try:
-            with table.transaction() as txn:
-                action(txn)
-        except CommitFailedException as exc:
-            table.refresh()
-            raise CommitConflict(f"commit to {table.name()} conflicted: {exc}") from exc
-        except (OSError, ValueError) as exc:
-            raise LakeError(f"cannot commit to lake table {'.'.join(table.name())}: {exc}") from exc
+        """Run ``action`` in a transaction; a commit that loses a race (maintenance) is retried on fresh metadata."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                with table.transaction() as txn:
+                    action(txn)
+                return
+            except CommitFailedException as exc:
+                table.refresh()
+                if attempt == COMMIT_ATTEMPTS:
+                    raise CommitConflict(f"commit to {'.'.join(table.name())} conflicted {attempt} times: {exc}") from exc
+                log.debug("commit to %s conflicted, retrying: %s", ".".join(table.name()), exc)
+            except (OSError, ValueError) as exc:
+                raise LakeError(f"cannot commit to lake table {'.'.join(table.name())}: {exc}") from exc
 
     @contextmanager
     def snapshot(self, position: Position, commit_ts: int) -> Iterator[SnapshotSink]:

@@ -353,10 +353,20 @@ class PostgresSource:
                 positions[table.ref] = batch.last
         self._pending_rows = self._pending_bytes = 0
         ack = self._complete_end if self._complete_end > self._acked else None
+        return Flush(batches, ack, positions)
+
+    def fail_table(self, ref: TableRef, lsn: int) -> None:
+        """Stop ``ref`` at the transaction with commit LSN ``lsn``: its later changes are dropped and nothing
+        from that transaction on is confirmed, so a restart sees the change again."""
+        table = self.tables[ref]
+        table.failed_at = lsn if table.failed_at is None else min(table.failed_at, lsn)
+
+    def confirmable(self, ack: int | None) -> int | None:
+        """``ack`` capped so that no transaction a stopped table did not take is confirmed."""
         failed = [t.failed_at for t in self.tables.values() if t.failed_at is not None]
         if ack is not None and failed:
-            ack = min(ack, min(failed)) if min(failed) > self._acked else None
-        return Flush(batches, ack, positions)
+            ack = min(ack, min(failed))
+        return ack if ack is not None and ack > self._acked else None
 
     def committed(self, positions: dict[TableRef, Position]) -> None:
         """The lake now holds these positions (so a reconnect skips them)."""

@@ -1,0 +1,275 @@
+"""DuckDB as the gateway's engine for the lake and for federated queries, sandboxed.
+
+One in-memory DuckDB database per gateway. Its setup order matters and is verified by the tests:
+
+1. load the iceberg/avro/postgres extensions (from the pinned ``duckdb-extension-*`` wheels; ``INSTALL`` only as
+   a fallback where a network exists), because loading is impossible once external access is off;
+2. attach every PostgreSQL source ``READ_ONLY`` (its sessions also get ``default_transaction_read_only=on``),
+   because attaching a PostgreSQL database is refused once external access is off;
+3. ``allowed_directories`` = the warehouse, ``enable_external_access=false``, no extension auto-loading,
+   then ``lock_configuration=true`` so that no query can undo any of it.
+
+Every query runs on its own cursor (a DuckDB connection to the shared database), so concurrent queries do not
+share state and each can be interrupted alone. Results stream as Arrow record batches.
+
+A source that cannot be attached at start (server down) is recorded as unavailable; :meth:`DuckDBEngine.reopen`
+builds a fresh database once it is back (attachments cannot be added after the lock).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from psycopg import conninfo
+
+from connectors.query import (INTERNAL, INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED,
+                              QueryCancelled, QueryError)
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = (("avro", "avro"), ("iceberg", "iceberg"), ("postgres", "postgres_scanner"))
+
+
+@dataclass(frozen=True)
+class DuckDBConfig:
+    """What the gateway's DuckDB needs: the warehouse directory and the PostgreSQL sources to attach."""
+
+    warehouse: str  #: a local path or file:// URI: the only directory queries may read
+    postgres: Mapping[str, str] = field(default_factory=dict)  #: source name -> libpq DSN
+    threads: int = 0  #: 0 = DuckDB's default (one per core)
+    memory_limit: str = ""  #: e.g. "4GB"; "" = DuckDB's default (80% of RAM)
+    pg_timeout_ms: int = 0  #: statement_timeout of the scan sessions (0 = none)
+
+
+def warehouse_dir(warehouse: str) -> str:
+    """A warehouse path or ``file://`` URI -> an absolute directory path."""
+    if warehouse.startswith("file://"):
+        return warehouse[len("file://"):]
+    if "://" in warehouse:
+        raise QueryError(f"the gateway reads only local warehouses (file:// or a path), not {warehouse!r}",
+                         UNAVAILABLE, engine="duckdb")
+    return str(Path(warehouse).expanduser().resolve())
+
+
+def sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway") -> str:
+    """The source DSN with sessions that default to read-only transactions."""
+    params = conninfo.conninfo_to_dict(dsn)
+    options = params.get("options") or ""
+    params["options"] = f"{options} -c default_transaction_read_only=on".strip()
+    params.setdefault("application_name", application_name)
+    return conninfo.make_conninfo("", **params)
+
+
+def _load_extensions(con: duckdb.DuckDBPyConnection) -> None:
+    for wheel, name in EXTENSIONS:
+        try:
+            import duckdb_extensions
+
+            duckdb_extensions.import_extension(wheel, con=con)
+        except Exception as exc:  # no wheel for this platform: try the extension repository
+            log.info("extension %s not available from its wheel (%s); trying INSTALL", wheel, exc)
+            con.execute(f"INSTALL {name}")
+        con.execute(f"LOAD {name}")
+
+
+class DuckDBEngine:
+    """The sandboxed DuckDB database; :meth:`run` executes one query on a fresh cursor."""
+
+    def __init__(self, config: DuckDBConfig) -> None:
+        self.config = config
+        self.unavailable: dict[str, str] = {}  #: source name -> why it could not be attached
+        self._lock = threading.Lock()
+        self._db: duckdb.DuckDBPyConnection | None = None
+        self._functions: frozenset[str] | None = None
+
+    def open(self) -> None:
+        with self._lock:
+            old, self._db = self._db, self._build()
+        if old is not None:
+            old.close()
+
+    def reopen(self) -> bool:
+        """Rebuild the database if a source was unavailable; True when every source is attached now."""
+        if self.unavailable:
+            self.open()
+        return not self.unavailable
+
+    def _build(self) -> duckdb.DuckDBPyConnection:
+        settings: dict[str, Any] = {"TimeZone": "UTC"}
+        if self.config.threads:
+            settings["threads"] = self.config.threads
+        if self.config.memory_limit:
+            settings["memory_limit"] = self.config.memory_limit
+        try:
+            con = duckdb.connect(":memory:", config=settings)
+            _load_extensions(con)
+            self.unavailable = {}
+            for name, dsn in self.config.postgres.items():
+                self._attach(con, name, dsn)
+            self._sandbox(con)
+        except duckdb.Error as exc:
+            raise translate(exc) from exc
+        return con
+
+    def _attach(self, con: duckdb.DuckDBPyConnection, name: str, dsn: str) -> None:
+        try:
+            con.execute(f"ATTACH {sql_string(read_only_dsn(dsn))} AS {quote(name)} (TYPE postgres, READ_ONLY)")
+        except duckdb.Error as exc:
+            self.unavailable[name] = clean_message(str(exc))
+            log.warning("PostgreSQL source %s is unavailable to DuckDB: %s", name, self.unavailable[name])
+
+    def _sandbox(self, con: duckdb.DuckDBPyConnection) -> None:
+        timeout = self.config.pg_timeout_ms
+        statements = [
+            "SET pg_staleness_query_enabled = true",  # tables created in PostgreSQL after ATTACH are seen
+            f"SET pg_statement_timeout_millis = {int(timeout)}" if timeout else "",
+            f"SET allowed_directories = [{sql_string(warehouse_dir(self.config.warehouse))}]",
+            "SET autoinstall_known_extensions = false",
+            "SET autoload_known_extensions = false",
+            "SET enable_external_access = false",
+            "SET lock_configuration = true",
+        ]
+        for statement in filter(None, statements):
+            con.execute(statement)
+
+    @property
+    def db(self) -> duckdb.DuckDBPyConnection:
+        if self._db is None:
+            self.open()
+        assert self._db is not None
+        return self._db
+
+    def functions(self) -> frozenset[str]:
+        """Names of DuckDB's scalar, aggregate, window and macro functions (for the gateway's allow-list)."""
+        if self._functions is None:
+            rows = self.db.cursor().execute(
+                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+                "WHERE function_type IN ('scalar', 'aggregate', 'macro', 'window')").fetchall()
+            self._functions = frozenset(r[0] for r in rows)
+        return self._functions
+
+    def prepare(self, sql: str, batch_rows: int = 65536) -> DuckDBResult:
+        """A result for ``sql`` on a new cursor that :meth:`DuckDBResult.start` runs (cancellable from now on)."""
+        with self._lock:
+            cursor = self.db.cursor()
+        return DuckDBResult(cursor, sql, batch_rows)
+
+    def run(self, sql: str, batch_rows: int = 65536) -> DuckDBResult:
+        """Start ``sql`` on a new cursor; returns once the first batch can be read."""
+        result = self.prepare(sql, batch_rows)
+        result.start()
+        return result
+
+    def value(self, sql: str) -> Any:
+        """The single value of a small query (constant expressions, e.g. a time-travel timestamp)."""
+        result = self.run(sql)
+        try:
+            table = pa.Table.from_batches(list(result), schema=result.schema)
+        finally:
+            result.close()
+        return table.column(0)[0].as_py() if table.num_rows else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+class DuckDBResult:
+    """One query on its own cursor, read as Arrow batches; see :class:`connectors.query.ResultStream`."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, sql: str, batch_rows: int) -> None:
+        self._cursor = cursor
+        self._sql = sql
+        self._batch_rows = batch_rows
+        self._cancelled = threading.Event()
+        self._closed = False
+        self.schema = pa.schema([])
+
+    def start(self) -> None:
+        """Run the query up to its first batch (blocking operators such as a sort finish here)."""
+        if self._cancelled.is_set():
+            raise QueryCancelled(engine="duckdb")
+        try:
+            self._cursor.execute(self._sql)
+            self._reader = self._cursor.to_arrow_reader(self._batch_rows)
+        except duckdb.Error as exc:
+            raise translate(exc, cancelled=self._cancelled.is_set()) from exc
+        self.schema = self._reader.schema
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        while True:
+            if self._cancelled.is_set():
+                raise QueryCancelled(engine="duckdb")
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                return
+            except (duckdb.Error, OSError, pa.ArrowException) as exc:
+                raise translate(exc, cancelled=self._cancelled.is_set()) from exc
+            yield batch
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        if not self._closed:
+            try:
+                self._cursor.interrupt()
+            except duckdb.Error:
+                pass
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._cursor.close()
+        except duckdb.Error:
+            pass
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+_CONTEXT = re.compile(r"\n\s*\nLINE \d+:.*", re.DOTALL)
+_KIND = re.compile(r"^([A-Za-z ]+?) Error: ")
+_KINDS = {
+    "parser": SYNTAX, "syntax": SYNTAX, "binder": UNDEFINED, "catalog": UNDEFINED, "conversion": INVALID,
+    "invalid input": INVALID, "out of range": INVALID, "mismatch type": INVALID, "type mismatch": INVALID,
+    "constraint": INVALID, "not implemented": INVALID, "invalid type": INVALID, "permission": PERMISSION,
+    "out of memory": RESOURCES, "io": UNAVAILABLE, "http": UNAVAILABLE, "connection": UNAVAILABLE,
+}
+
+
+def clean_message(text: str) -> str:
+    """DuckDB's message without the ``LINE n:`` excerpt (it points into generated SQL, not the user's)."""
+    return _CONTEXT.sub("", text).strip()
+
+
+def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:
+    """A duckdb (or, mid-stream, Arrow/OSError-wrapped) exception -> QueryError."""
+    message = clean_message(str(exc))
+    if cancelled or isinstance(exc, duckdb.InterruptException) or message.startswith("INTERRUPT Error"):
+        return QueryCancelled(engine="duckdb")
+    match = _KIND.match(message)
+    kind = _KINDS.get(match.group(1).lower(), INTERNAL) if match else INTERNAL
+    if isinstance(exc, duckdb.PermissionException):
+        kind = PERMISSION
+    elif isinstance(exc, duckdb.OutOfMemoryException):
+        kind = RESOURCES
+    elif kind == UNDEFINED and "does not exist" not in message and "not found" not in message:
+        kind = INVALID  # binder errors that are about types and arguments, not unknown names
+    return QueryError(message, kind, engine="duckdb")

@@ -1,0 +1,163 @@
+"""Keeping lake tables healthy under one commit per second: compaction of small files, snapshot expiry with
+removal of the files no snapshot references any more.
+
+pyiceberg 0.12 expires snapshots but neither rewrites data files nor deletes what expiry orphans, so both are
+written here on top of its public snapshot API (and ``writer._write_files``). Maintenance commits carry the table's
+checkpoint stamp forward, so that expiring the snapshot that last stamped it can never lose it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.table import Table, Transaction
+
+from connectors.changes import LSN, SEQ
+from connectors.errors import CommitConflict
+from connectors.iceberg import merge
+from connectors.iceberg.writer import _write_files, checkpoint_of, stamp
+
+log = logging.getLogger(__name__)
+
+SMALL_FILE = 32 * 2**20
+MAX_COMPACT_BYTES = 512 * 2**20
+
+
+@dataclass
+class Result:
+    files_before: int = 0
+    files_after: int = 0
+    snapshots_expired: int = 0
+    files_deleted: int = 0
+
+    def __str__(self) -> str:
+        parts = []
+        if self.files_before:
+            parts.append(f"{self.files_before} small file(s) -> {self.files_after}")
+        if self.snapshots_expired:
+            parts.append(f"{self.snapshots_expired} snapshot(s) expired, {self.files_deleted} file(s) deleted")
+        return ", ".join(parts) or "nothing to do"
+
+
+def _carry_stamp(table: Table) -> dict[str, str]:
+    position = checkpoint_of(table)
+    return {**(stamp(position) if position else {}), "lakegate.maintenance": "compact"}
+
+
+def compact(table: Table, *, min_files: int = 8, small: int = SMALL_FILE,
+            max_bytes: int = MAX_COMPACT_BYTES) -> Result:
+    """Rewrite the table's small data files into few large ones (one commit; the table's rows are unchanged).
+
+    Change-log rows are sorted by position on the way, so each file covers a narrow ``_lsn`` range.
+    """
+    table.refresh()
+    if table.current_snapshot() is None:
+        return Result()
+    tasks = [t for t in table.scan().plan_files() if t.file.file_size_in_bytes < small and not t.delete_files]
+    tasks.sort(key=lambda t: t.file.file_path)
+    picked, total = [], 0
+    for task in tasks:
+        if total + task.file.file_size_in_bytes > max_bytes and picked:
+            break
+        picked.append(task)
+        total += task.file.file_size_in_bytes
+    if len(picked) < min_files:
+        return Result()
+    scan = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue())
+    rows = scan.to_table(picked)
+    if LSN in rows.column_names and SEQ in rows.column_names:
+        rows = merge.sort_changes(rows)
+    written = 0
+
+    def rewrite(txn: Transaction) -> None:
+        nonlocal written
+        with txn.update_snapshot(snapshot_properties=_carry_stamp(table)).overwrite() as producer:
+            for task in picked:
+                producer.delete_data_file(task.file)
+            written = _write_files(txn, table, merge.conform(rows, table.schema().as_arrow()), producer)
+
+    _commit(table, rewrite)
+    return Result(files_before=len(picked), files_after=written)
+
+
+def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
+    from pyiceberg.exceptions import CommitFailedException
+
+    try:
+        with table.transaction() as txn:
+            action(txn)
+    except CommitFailedException as exc:
+        raise CommitConflict(f"maintenance of {'.'.join(table.name())} lost a race with another commit: {exc}") from exc
+
+
+def _referenced(table: Table, snapshot_ids: set[int] | None = None) -> set[str]:
+    """Paths of manifest lists, manifests and data/delete files that the given (default: all) snapshots use."""
+    paths: set[str] = set()
+    seen_manifests: set[str] = set()
+    for snapshot in table.metadata.snapshots:
+        if snapshot_ids is not None and snapshot.snapshot_id not in snapshot_ids:
+            continue
+        paths.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            if manifest.manifest_path in seen_manifests:
+                continue
+            seen_manifests.add(manifest.manifest_path)
+            paths.add(manifest.manifest_path)
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+                paths.add(entry.data_file.file_path)
+    return paths
+
+
+def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result:
+    """Expire snapshots older than ``older_than`` (always keeping the newest ``keep_last``) and delete the files
+    that only they referenced."""
+    table.refresh()
+    snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
+    cutoff_ms = int((datetime.now(timezone.utc) - older_than).timestamp() * 1000)
+    current = table.current_snapshot()
+    victims = {s.snapshot_id for s in snapshots[: max(0, len(snapshots) - keep_last)] if s.timestamp_ms < cutoff_ms}
+    if current is not None:
+        victims.discard(current.snapshot_id)
+    if not victims:
+        return Result()
+    before = _referenced(table, victims)
+    table.maintenance.expire_snapshots().by_ids(sorted(victims)).commit()
+    table.refresh()
+    after = _referenced(table)
+    orphans = before - after
+    for path in orphans:
+        try:
+            table.io.delete(path)
+        except (OSError, FileNotFoundError):
+            log.warning("could not delete %s (no longer referenced); remove it by hand", path)
+    return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
+
+
+def file_count(table: Table) -> int:
+    table.refresh()
+    return len(list(table.scan().plan_files())) if table.current_snapshot() else 0
+
+
+def run(tables: list[Table], *, do_compact: bool, do_expire: bool, expiry: timedelta) -> dict[str, Result]:
+    results = {}
+    for table in tables:
+        started = time.monotonic()
+        result = Result()
+        if do_compact:
+            result = compact(table)
+        if do_expire:
+            expired = expire(table, expiry)
+            result.snapshots_expired, result.files_deleted = expired.snapshots_expired, expired.files_deleted
+        name = ".".join(table.name())
+        results[name] = result
+        log.info("maintenance of %s: %s (%.2fs)", name, result, time.monotonic() - started)
+    return results
+
+
+__all__ = ["compact", "expire", "run", "file_count", "Result", "pa"]

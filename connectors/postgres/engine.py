@@ -1,0 +1,238 @@
+"""PostgreSQL as a query engine: one query in a READ ONLY transaction with ``statement_timeout`` -> Arrow.
+
+Sessions come from a connection pool, opened with lakegate's session settings (UTC, ISO dates, hex bytea, exact
+floats; see :data:`connectors.postgres.types.SESSION_OPTIONS`) plus ``default_transaction_read_only=on``. Every
+query runs in ``BEGIN READ ONLY`` with ``SET LOCAL statement_timeout``.
+
+Rows are read with ``COPY (query) TO STDOUT (FORMAT csv)`` rather than fetched as Python tuples: the CSV is
+parsed by pyarrow and converted column by column with the same vectorised codecs the ingest uses, which is several
+times faster than building Python objects and keeps the lake's exact type mapping (numeric -> decimal, timestamptz
+-> UTC). The result's columns and types come from describing the statement first (libpq ``PQdescribePrepared``,
+which psycopg exposes only at its low level). A result type without an exact Arrow mapping (composite, range,
+geometric) arrives as its text form.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+from psycopg import errors as pgerrors
+from psycopg import pq
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from connectors.postgres.connection import connect_kwargs
+from connectors.postgres.snapshot import convert, parse_csv
+from connectors.postgres.types import TYPE_QUERY, Codec, PgType, TypeCatalog, UnsupportedType, codec_for
+from connectors.query import (INTERNAL, INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED,
+                              QueryCancelled, QueryError)
+
+CHUNK_BYTES = 4 * 2**20
+#: Field metadata marking a string column that holds exact numeric text (unconstrained ``numeric``).
+NUMERIC_TEXT = {b"lakegate.numeric": b"text"}
+
+
+class PostgresEngine:
+    """A pool of read-only sessions to one PostgreSQL source."""
+
+    def __init__(self, name: str, dsn: str, *, pool_size: int = 8, connect_timeout: float = 10.0) -> None:
+        self.name = name
+        self.connect_timeout = connect_timeout
+        kwargs = connect_kwargs(dsn, application_name="lakegate-gateway",
+                                settings={"default_transaction_read_only": "on"})
+        kwargs["autocommit"] = True
+        self._pool = ConnectionPool(kwargs=kwargs, min_size=1, max_size=max(1, pool_size), open=False,
+                                    name=f"lakegate-{name}", timeout=connect_timeout, reconnect_timeout=0)
+        self._types: dict[int, PgType] = {}
+        self._opened = False
+        self._open_lock = threading.Lock()
+
+    def _ensure_open(self) -> None:
+        with self._open_lock:
+            if not self._opened:
+                self._pool.open(wait=False)
+                self._opened = True
+
+    def connection(self, timeout: float | None = None) -> psycopg.Connection:
+        self._ensure_open()
+        try:
+            return self._pool.getconn(timeout=timeout if timeout is not None else self.connect_timeout)
+        except PoolTimeout as exc:
+            raise QueryError(f"PostgreSQL source {self.name!r} is unavailable or all its connections are busy: "
+                             f"{exc}", UNAVAILABLE, engine="postgres") from exc
+
+    def release(self, conn: psycopg.Connection) -> None:
+        try:
+            if not conn.closed and conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                conn.rollback()
+        except psycopg.Error:
+            conn.close()
+        self._pool.putconn(conn)
+
+    def prepare(self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES) -> PostgresResult:
+        """A result for ``sql`` that :meth:`PostgresResult.start` runs (it can be cancelled from then on)."""
+        return PostgresResult(self, sql, timeout, chunk_bytes)
+
+    def run(self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES) -> PostgresResult:
+        """Start ``sql``; returns once its columns are known and rows can be read."""
+        result = self.prepare(sql, timeout=timeout, chunk_bytes=chunk_bytes)
+        result.start()
+        return result
+
+    def fetch(self, sql: str, params: Sequence[Any] = (), timeout: float = 10.0) -> list[tuple[Any, ...]]:
+        """Rows of a small catalog query, in a read-only transaction."""
+        conn = self.connection()
+        try:
+            with conn.transaction():
+                conn.execute("SET LOCAL statement_timeout = %s", (f"{int(timeout * 1000)}ms",))
+                return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        finally:
+            self.release(conn)
+
+    def codecs(self, conn: psycopg.Connection, columns: Sequence[tuple[str, int, int]]) -> list[Codec]:
+        catalog = TypeCatalog(lambda oids: conn.execute(TYPE_QUERY, (oids,)).fetchall())
+        catalog._types = self._types  # share what earlier queries fetched (the cache is per catalog object)
+        out = []
+        for _name, oid, typmod in columns:
+            try:
+                out.append(codec_for(catalog, oid, typmod))
+            except UnsupportedType:
+                out.append(Codec(pa.string(), lambda a: a.cast(pa.string()), f"oid {oid}"))
+        return out
+
+    def close(self) -> None:
+        if self._opened:
+            self._pool.close()
+
+
+def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:
+    """(name, type oid, typmod) of the statement's result columns, without running it."""
+    pgconn = conn.pgconn
+    result = pgconn.prepare(b"", sql.encode())
+    if result.status != pq.ExecStatus.COMMAND_OK:
+        raise pgerrors.error_from_result(result, encoding=conn.info.encoding)
+    result = pgconn.describe_prepared(b"")
+    if result.status != pq.ExecStatus.COMMAND_OK:
+        raise pgerrors.error_from_result(result, encoding=conn.info.encoding)
+    encoding = conn.info.encoding
+    return [((result.fname(i) or b"").decode(encoding), result.ftype(i), result.fmod(i))
+            for i in range(result.nfields)]
+
+
+class PostgresResult:
+    """One query streaming through ``COPY ... TO STDOUT``; see :class:`connectors.query.ResultStream`."""
+
+    def __init__(self, engine: PostgresEngine, sql: str, timeout: float, chunk_bytes: int) -> None:
+        self._engine = engine
+        self._sql = sql
+        self._timeout = timeout
+        self._conn: psycopg.Connection | None = None
+        self._chunk_bytes = chunk_bytes
+        self._cancelled = threading.Event()
+        self._copy_cm: AbstractContextManager[Any] | None = None
+        self.schema = pa.schema([])
+
+    def start(self) -> None:
+        """Take a session, describe the result, start the COPY (blocks until PostgreSQL sends rows)."""
+        if self._cancelled.is_set():
+            raise QueryCancelled(engine="postgres")
+        sql, timeout = self._sql, self._timeout
+        engine = self._engine
+        self._conn = conn = engine.connection(timeout=min(engine.connect_timeout, max(timeout, 0.1)))
+        try:
+            conn.execute("BEGIN READ ONLY")
+            conn.execute(f"SET LOCAL statement_timeout = '{max(1, int(timeout * 1000))}ms'")
+            columns = _describe(conn, sql)
+            self._codecs = engine.codecs(conn, columns)
+            self._names = [f"c{i}" for i in range(len(columns))]
+            fields = [pa.field(name, codec.arrow_type,
+                               metadata=NUMERIC_TEXT if codec.source_type == "numeric"
+                               and pa.types.is_string(codec.arrow_type) else None)
+                      for (name, _, _), codec in zip(columns, self._codecs, strict=True)]
+            self.schema = pa.schema(fields)
+            self._copy_cm = conn.cursor().copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)")
+            self._copy = self._copy_cm.__enter__()
+        except psycopg.Error as exc:
+            self._copy_cm = None
+            raise translate(exc, cancelled=self._cancelled.is_set()) from exc
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        codecs = dict(zip(self._names, self._codecs, strict=True))
+        buf = bytearray()
+        try:
+            for data in self._copy:
+                buf += data
+                if len(buf) >= self._chunk_bytes:
+                    yield from self._convert(buf, codecs)
+                    buf = bytearray()
+            self._finish(None)
+        except psycopg.Error as exc:
+            self._finish(exc)
+            raise translate(exc, cancelled=self._cancelled.is_set()) from exc
+        if buf:
+            yield from self._convert(buf, codecs)
+
+    def _convert(self, buf: bytearray, codecs: dict[str, Codec]) -> Iterator[pa.RecordBatch]:
+        try:
+            table = convert(parse_csv(buf, self._names), codecs, "the query result")
+        except (ValueError, pa.ArrowException) as exc:
+            raise QueryError(f"cannot convert a result value: {exc}", INVALID, engine="postgres") from exc
+        table = pa.Table.from_arrays(table.columns, schema=self.schema)
+        yield from table.to_batches()
+
+    def _finish(self, exc: BaseException | None) -> None:
+        cm, self._copy_cm = self._copy_cm, None
+        if cm is not None:
+            try:
+                cm.__exit__(type(exc) if exc else None, exc, None)
+            except psycopg.Error:
+                pass
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            try:
+                conn.cancel_safe(timeout=5.0)
+            except (psycopg.Error, OSError):
+                pass
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self._copy_cm is not None:  # stopped early: cancel the COPY and drain it
+            self._finish(QueryCancelled(engine="postgres"))
+        self._engine.release(conn)
+
+
+_KINDS = {
+    "42601": SYNTAX, "42P01": "undefined_table", "42703": UNDEFINED, "42883": UNDEFINED, "42704": UNDEFINED,
+    "3F000": UNDEFINED, "42501": PERMISSION, "25006": PERMISSION, "0A000": INVALID, "53200": RESOURCES,
+    "53100": RESOURCES, "54000": RESOURCES,
+}
+
+
+def translate(exc: psycopg.Error, *, cancelled: bool = False) -> QueryError:
+    """A psycopg error -> QueryError (PostgreSQL's message, detail and hint, without the statement)."""
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    diag = getattr(exc, "diag", None)
+    text = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
+    for extra in ("message_detail", "message_hint"):
+        value = getattr(diag, extra, None) if diag is not None else None
+        if value:
+            text += f" ({value})"
+    if cancelled or sqlstate == "57014":
+        return QueryCancelled(f"PostgreSQL cancelled the query: {text}", engine="postgres")
+    if isinstance(exc, psycopg.OperationalError) and not sqlstate:
+        return QueryError(f"PostgreSQL is unavailable: {text}", UNAVAILABLE, engine="postgres")
+    kind = _KINDS.get(sqlstate) or (INVALID if sqlstate[:2] in ("22", "42", "2F", "38", "39") else INTERNAL)
+    if sqlstate[:2] in ("08", "57"):
+        kind = UNAVAILABLE
+    return QueryError(text, kind, engine="postgres")

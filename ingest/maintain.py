@@ -1,0 +1,127 @@
+"""Lake maintenance: folding change-log tails into state tables, compaction, snapshot expiry, re-snapshots.
+
+The worker runs it in a background thread (:class:`MaintenanceThread`); ``lakegate maintain`` runs it on demand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+from connectors.changes import TableRef
+from connectors.errors import ConnectorError, LakeError, SourceConfigError, TransientError
+from connectors.iceberg import catalog as lake_catalog
+from connectors.iceberg import maintenance
+from connectors.iceberg.writer import LakeTable
+from lakegate.settings import Settings
+
+log = logging.getLogger("lakegate.maintain")
+
+
+def replicated(settings: Settings) -> list[TableRef]:
+    return [TableRef.parse(t) for src in settings.sources for t in src.replicate]
+
+
+def maintain_table(table: LakeTable, settings: Settings, *, fold: bool, compact: bool, expire: bool) -> None:
+    if fold:
+        table.fold()
+    tables = [t for t in (table.changelog, table.state) if t is not None]
+    maintenance.run(tables, do_compact=compact, do_expire=expire,
+                    expiry=timedelta(seconds=settings.ingest.snapshot_expiry))
+
+
+class MaintenanceThread(threading.Thread):
+    """Folds tails into state tables every ``fold_interval`` (sooner when ``pending(ref)`` reaches fold_rows),
+    compacts and expires every ``maintenance_interval``. Failures are logged and retried next round."""
+
+    def __init__(self, settings: Settings, refs: list[TableRef], stop: threading.Event,
+                 appended: Callable[[TableRef], int]) -> None:
+        super().__init__(name="lakegate-maintenance", daemon=True)
+        self.settings = settings
+        self.refs = refs
+        self.stop_event = stop
+        self.appended = appended  #: rows the worker has appended to a table's change log so far
+        self.catalog = lake_catalog.from_settings(settings.lake)
+        self.tables: dict[TableRef, LakeTable] = {}
+        self.folds = 0
+
+    def _table(self, ref: TableRef) -> LakeTable | None:
+        if ref not in self.tables:
+            try:
+                self.tables[ref] = LakeTable.open(self.catalog, ref)
+            except LakeError:
+                return None  # not created yet
+        return self.tables[ref]
+
+    def run(self) -> None:
+        cfg = self.settings.ingest
+        last_fold = {ref: time.monotonic() for ref in self.refs}
+        folded_rows = {ref: 0 for ref in self.refs}
+        last_maintenance = time.monotonic()
+        while not self.stop_event.wait(0.5):
+            now = time.monotonic()
+            for ref in self.refs:
+                appended = self.appended(ref)
+                pending = appended - folded_rows[ref]
+                due = pending and (now - last_fold[ref] >= cfg.fold_interval or pending >= cfg.fold_rows)
+                table = self._table(ref) if due else None
+                if table is not None and self._guarded(ref, "fold", table.fold):
+                    last_fold[ref], folded_rows[ref] = time.monotonic(), appended
+                    self.folds += 1
+            if cfg.maintenance_interval and now - last_maintenance >= cfg.maintenance_interval:
+                for ref in self.refs:
+                    table = self._table(ref)
+                    if table is not None:
+                        self._guarded(ref, "maintenance", lambda t=table: maintain_table(  # type: ignore[misc]
+                            t, self.settings, fold=False, compact=True, expire=True))
+                last_maintenance = time.monotonic()
+
+    def _guarded(self, ref: TableRef, what: str, action: Callable[[], object]) -> bool:
+        try:
+            action()
+            return True
+        except TransientError as exc:
+            log.info("%s of %s postponed: %s", what, ref, exc)
+        except (ConnectorError, OSError, ValueError) as exc:
+            log.error("%s of %s failed: %s", what, ref, exc)
+        return False
+
+
+def _resnapshot(settings: Settings, refs: list[TableRef]) -> None:
+    from connectors.postgres.connection import connect
+    from connectors.postgres.replication import slot_info
+
+    catalog = lake_catalog.from_settings(settings.lake)
+    for ref in refs:
+        source = next((s for s in settings.sources if str(ref) in s.replicate), None)
+        if source is None:
+            raise SourceConfigError(f"{ref} is not in any source's 'replicate' list")
+        with connect(source.dsn, application_name="lakegate-maintain") as conn:
+            info = slot_info(conn, source.slot)
+        if info is not None and info.active_pid is not None:
+            raise SourceConfigError(f"the ingest worker is running (slot {source.slot!r} is active in process "
+                                    f"{info.active_pid}); stop it before re-snapshotting {ref}")
+        LakeTable.open(catalog, ref).drop()
+        print(f"dropped the lake tables of {ref}; the next 'lakegate ingest' copies it again")
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    if args.resnapshot:
+        _resnapshot(settings, [TableRef.parse(t) for t in args.resnapshot])
+        return 0
+    everything = not (args.fold or args.compact or args.expire_snapshots)
+    catalog = lake_catalog.from_settings(settings.lake)
+    for ref in replicated(settings):
+        try:
+            table = LakeTable.open(catalog, ref)
+        except LakeError as exc:
+            print(f"skipping {ref}: {exc}")
+            continue
+        maintain_table(table, settings, fold=everything or args.fold, compact=everything or args.compact,
+                       expire=everything or args.expire_snapshots)
+        print(f"{ref}: maintained")
+    return 0

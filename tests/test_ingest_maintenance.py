@@ -1,0 +1,98 @@
+"""Lake maintenance: automatic folds, compaction, snapshot expiry with file removal, re-snapshot of a table."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+
+from connectors.iceberg import maintenance
+from lakegate.cli import main as cli_main
+from tests.lakehelp import assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up, wait_for
+from tests.procs import write_config
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p) for p in root.rglob("*") if p.is_file()}
+
+
+def test_worker_folds_tails_into_the_state_in_the_background(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+    pg.execute("CREATE TABLE f (id int PRIMARY KEY, v int)")
+    pg.execute("INSERT INTO f SELECT g, g FROM generate_series(1, 100) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.f"], fold_interval="0.5s")
+    with running_worker(settings):
+        wait_caught_up(pg)
+        for i in range(5):
+            pg.execute("UPDATE f SET v = v + 1 WHERE id = %s", (i + 1,))
+        wait_caught_up(pg)
+        table = lake_table(settings, "public.f")
+        wait_for(lambda: (table.refresh(), table.state_checkpoint() == table.checkpoint())[1], what="a fold")
+    assert_lake_equals_source(pg, settings, "public.f")
+
+
+def test_compaction_and_expiry_keep_rows_and_checkpoints_and_remove_orphans(pg, pg_dsn, lake_dir) -> None:
+    pg.execute("CREATE TABLE c (id int PRIMARY KEY, v text)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.c"], fold_interval="0.2s", commit_interval="0.05s")
+    with running_worker(settings):
+        wait_caught_up(pg)
+        for i in range(40):  # many small commits -> many small files
+            pg.execute("INSERT INTO c VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v",
+                       (i % 25, f"v{i}"))
+            wait_caught_up(pg)
+    table = lake_table(settings, "public.c")
+    table.fold()
+    checkpoints = (table.checkpoint(), table.state_checkpoint())
+    before = maintenance.file_count(table.changelog)
+    assert before >= 20
+    result = maintenance.compact(table.changelog)
+    assert result.files_before == before and result.files_after == 1
+    maintenance.compact(table.state, min_files=2)
+    table.refresh()
+    assert (table.checkpoint(), table.state_checkpoint()) == checkpoints
+    assert_lake_equals_source(pg, settings, "public.c")
+
+    warehouse = Path(settings.lake.warehouse)
+    on_disk = _files(warehouse)
+    snapshots = len(table.changelog.metadata.snapshots)
+    expired = maintenance.expire(table.changelog, timedelta(0))
+    maintenance.expire(table.state, timedelta(0))
+    table.refresh()
+    assert expired.snapshots_expired == snapshots - 1 and len(table.changelog.metadata.snapshots) == 1
+    assert expired.files_deleted > 20
+    assert len(_files(warehouse)) < len(on_disk)
+    assert (table.checkpoint(), table.state_checkpoint()) == checkpoints, "expiry must not lose a checkpoint"
+    assert_lake_equals_source(pg, settings, "public.c")  # every file still referenced is still there
+
+
+def test_maintain_command_and_resnapshot(pg, pg_dsn, lake_dir, tmp_path, capsys) -> None:
+    pg.execute("CREATE TABLE r (id int PRIMARY KEY, v int)")
+    pg.execute("INSERT INTO r SELECT g, g FROM generate_series(1, 50) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.r"])
+    config = write_config(settings, tmp_path / "lakegate.toml")
+    with running_worker(settings):
+        wait_caught_up(pg)
+        pg.execute("UPDATE r SET v = 0 WHERE id < 10")
+        wait_caught_up(pg)
+        assert cli_main(["maintain", "--config", str(config), "--resnapshot", "public.r"]) == 1
+        assert "stop it before re-snapshotting" in capsys.readouterr().err
+    assert cli_main(["maintain", "--config", str(config)]) == 0
+    assert "public.r: maintained" in capsys.readouterr().out
+    assert cli_main(["maintain", "--config", str(config), "--resnapshot", "public.r"]) == 0
+    pg.execute("DELETE FROM r WHERE id > 40")  # while no worker runs
+    with running_worker(settings):
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.r")
+    ops = table.changelog.scan().to_arrow()["_op"].to_pylist()
+    assert set(ops) == {"r"} and len(ops) == 40, "a fresh copy: snapshot rows only"
+
+
+def test_configuration_errors_exit_2_with_the_key_named(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[ingest]\ncommit_interval = "soon"\n')
+    assert cli_main(["ingest", "--config", str(bad)]) == 2
+    assert "ingest.commit_interval = 'soon' is not a duration" in capsys.readouterr().err
+    bad.write_text('[ingest]\ncommit_intervall = "1s"\n')
+    assert cli_main(["ingest", "--config", str(bad)]) == 2
+    assert "unknown setting [ingest] 'commit_intervall'" in capsys.readouterr().err
+    assert cli_main(["ingest", "--config", str(tmp_path / "missing.toml")]) == 2
