@@ -26,6 +26,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.http import serve
+
+    serve(settings_mod.load(args.config))
+    return 0
+
+
 def _cmd_maintain(args: argparse.Namespace) -> int:
     from ingest.maintain import run
 
@@ -40,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = sub.add_parser("ingest", help="run the ingest worker until SIGTERM/SIGINT")
     ingest.add_argument("--config", required=True, help="TOML configuration file")
     ingest.set_defaults(func=_cmd_ingest)
+
+    serve = sub.add_parser("serve", help="run the HTTP SQL gateway (lake + PostgreSQL) until SIGTERM/SIGINT")
+    serve.add_argument("--config", required=True, help="TOML configuration file")
+    serve.set_defaults(func=_cmd_serve)
 
     maintain = sub.add_parser("maintain", help="compact, expire snapshots, fold change logs, re-snapshot tables")
     maintain.add_argument("--config", required=True, help="TOML configuration file")

@@ -100,6 +100,15 @@ class GatewaySettings:
     tokens: list[str] = _help("Bearer tokens accepted (also as the Basic-auth password).", list)
     max_rows: int = _help("Row cap per query; results beyond it are truncated and flagged.", 100_000)
     timeout: float = _help("Time limit per query; a request may lower it.", 30.0, kind="duration")
+    max_result_bytes: int = _help("Cap on a result's size (Arrow bytes); beyond it the query fails with 413.",
+                                  512 * 2**20, kind="size")
+    workers: int = _help("Queries that run at once; more wait in a queue.", 8)
+    max_queue: int = _help("Queries that may wait for a worker; beyond that the gateway answers 503.", 64)
+    search_path: list[str] = _help("Sources searched for two-part names (default: the lake, then every "
+                                   "PostgreSQL source in order).", list)
+    allow_functions: list[str] = _help("Extra SQL functions the guard allows (names, lower case).", list)
+    duckdb_threads: int = _help("DuckDB worker threads (0 = one per core).", 0)
+    duckdb_memory_limit: str = _help("DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", "")
 
 
 @dataclass

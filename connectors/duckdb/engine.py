@@ -107,13 +107,14 @@ class DuckDBEngine:
         return not self.unavailable
 
     def _build(self) -> duckdb.DuckDBPyConnection:
-        settings: dict[str, Any] = {"TimeZone": "UTC"}
+        settings: dict[str, Any] = {}
         if self.config.threads:
             settings["threads"] = self.config.threads
         if self.config.memory_limit:
             settings["memory_limit"] = self.config.memory_limit
         try:
             con = duckdb.connect(":memory:", config=settings)
+            con.execute("SET TimeZone = 'UTC'")  # as in the PostgreSQL sessions (needs ICU, so after connect)
             _load_extensions(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():

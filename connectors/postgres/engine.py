@@ -88,8 +88,8 @@ class PostgresEngine:
         conn = self.connection()
         try:
             with conn.transaction():
-                conn.execute("SET LOCAL statement_timeout = %s", (f"{int(timeout * 1000)}ms",))
-                return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+                conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
+                return conn.execute(sql, params or None).fetchall()  # type: ignore[arg-type]
         except psycopg.Error as exc:
             raise translate(exc) from exc
         finally:

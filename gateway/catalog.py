@@ -1,0 +1,159 @@
+"""Which source owns which table: names (``source.schema.table``), the search path, and "did you mean".
+
+Names follow PostgreSQL: unquoted identifiers are folded to lower case, quoted ones are kept as written. A
+three-part name names its source; a two-part name ``schema.table`` is looked up along the search path (default:
+the lake, then every PostgreSQL source in configuration order); a one-part name means ``public.<name>``.
+
+The lake's listing is read for every query (it carries the tables' current metadata locations, see
+:mod:`gateway.lake`); a PostgreSQL source's table list is cached for a few seconds and re-read when a name is
+not found in it, so that new tables appear at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from connectors.postgres.engine import PostgresEngine
+from connectors.query import QueryError
+from gateway.errors import NotFound, Unavailable
+from gateway.lake import Lake
+
+LAKE, POSTGRES = "lake", "postgres"
+DEFAULT_SCHEMA = "public"
+
+PG_TABLES = """
+SELECT n.nspname, c.relname, c.relkind::text
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
+"""
+SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A resolved table: its source, the source's kind, and its exact schema and name."""
+
+    source: str
+    kind: str  #: lake | postgres
+    schema: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.source}.{self.schema}.{self.name}"
+
+
+class Catalog:
+    def __init__(self, lake_name: str, lake: Lake, postgres: Mapping[str, PostgresEngine],
+                 search_path: Sequence[str] = (), ttl: float = 5.0) -> None:
+        self.lake_name = lake_name
+        self.lake = lake
+        self.postgres = dict(postgres)
+        self.search_path = list(search_path) or [lake_name, *self.postgres]
+        unknown = [s for s in self.search_path if s != lake_name and s not in self.postgres]
+        if unknown:
+            raise ValueError(f"[gateway] search_path names unknown source(s) {unknown}; "
+                             f"sources are {[lake_name, *self.postgres]}")
+        self.ttl = ttl
+        self._pg_cache: dict[str, tuple[float, dict[tuple[str, str], str]]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def sources(self) -> list[str]:
+        return [self.lake_name, *self.postgres]
+
+    # ------------------------------------------------------------------------------------------- listings
+
+    def tables(self, source: str, *, refresh: bool = False,
+               lake_listing: Mapping[tuple[str, str], object] | None = None) -> dict[tuple[str, str], str]:
+        """(schema, table) -> kind of every table of ``source`` (lake: state/changelog/plain is not known here,
+        the value is ``"iceberg"``; PostgreSQL: relkind)."""
+        if source == self.lake_name:
+            listing = lake_listing if lake_listing is not None else self.lake.listing()
+            return {key: "iceberg" for key in listing}
+        with self._lock:
+            cached = self._pg_cache.get(source)
+        if cached is not None and not refresh and time.monotonic() - cached[0] < self.ttl:
+            return cached[1]
+        if cached is not None and refresh and time.monotonic() - cached[0] < 0.2:
+            return cached[1]
+        try:
+            rows = self.postgres[source].fetch(PG_TABLES)
+        except QueryError as exc:
+            raise Unavailable(f"cannot list the tables of PostgreSQL source {source!r}: {exc}") from exc
+        tables = {(schema, name): kind for schema, name, kind in rows}
+        with self._lock:
+            self._pg_cache[source] = (time.monotonic(), tables)
+        return tables
+
+    # ----------------------------------------------------------------------------------------- resolution
+
+    def resolve(self, table: exp.Table, lake_listing: Mapping[tuple[str, str], object]) -> TableRef:
+        """The table ``table`` names; raises NotFound with suggestions."""
+        parts = [p for p in (table.args.get("catalog"), table.args.get("db"), table.args.get("this")) if p]
+        idents = [p if isinstance(p, exp.Identifier) else exp.to_identifier(p.name) for p in parts]
+        written = ".".join(p.sql(dialect="postgres") for p in idents)
+        if len(idents) > 3:
+            raise NotFound(f"{written}: a table name has at most three parts (source.schema.table)")
+        if len(idents) == 3:
+            source = self._source(idents[0], written)
+            found = self._find(source, idents[1], idents[2], lake_listing)
+            if found:
+                return found
+        else:
+            schema = idents[0] if len(idents) == 2 else exp.to_identifier(DEFAULT_SCHEMA)
+            for source in self.search_path:
+                found = self._find(source, schema, idents[-1], lake_listing)
+                if found:
+                    return found
+        raise NotFound(f"table {written} does not exist{self._suggest(idents, lake_listing)}")
+
+    def _source(self, ident: exp.Identifier, written: str) -> str:
+        for source in self.sources:
+            if source == ident.name or (not ident.quoted and source.lower() == ident.name.lower()):
+                return source
+        close = difflib.get_close_matches(ident.name.lower(), [s.lower() for s in self.sources], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise NotFound(f"unknown source {ident.name!r} in {written}{hint} (sources: {', '.join(self.sources)})")
+
+    def _find(self, source: str, schema: exp.Identifier, name: exp.Identifier,
+              lake_listing: Mapping[tuple[str, str], object]) -> TableRef | None:
+        key = (_fold(schema), _fold(name))
+        kind = LAKE if source == self.lake_name else POSTGRES
+        if key in self.tables(source, lake_listing=lake_listing):
+            return TableRef(source, kind, *key)
+        if kind == POSTGRES and key in self.tables(source, refresh=True):
+            return TableRef(source, kind, *key)
+        return None
+
+    def _suggest(self, idents: list[exp.Identifier], lake_listing: Mapping[tuple[str, str], object]) -> str:
+        wanted = ".".join(i.name.lower() for i in idents)
+        names: list[str] = []
+        for source in self.sources:
+            try:
+                for schema, name in self.tables(source, lake_listing=lake_listing):
+                    if schema not in SYSTEM_SCHEMAS:
+                        names.append(f"{source}.{schema}.{name}")
+            except Unavailable:
+                continue
+        tails = {n: ".".join(n.split(".")[-len(idents):]).lower() for n in names}
+        close = [n for n in names if tails[n] == wanted]  # same name, different case or source
+        close += [n for n in names if n not in close and
+                  difflib.SequenceMatcher(None, tails[n], wanted).ratio() >= 0.75]
+        if not close:
+            return f" in any source (searched {', '.join(self.search_path)})"
+        return f"; did you mean {', '.join(_pretty(n) for n in close[:3])}?"
+
+
+def _fold(ident: exp.Identifier) -> str:
+    return ident.name if ident.quoted else ident.name.lower()
+
+
+def _pretty(full: str) -> str:
+    return ".".join(p if p == p.lower() and p.replace("_", "a").isalnum() else f'"{p}"' for p in full.split("."))

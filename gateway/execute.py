@@ -1,0 +1,195 @@
+"""Run a plan on its engine under the query's limits, and translate engine failures into gateway errors.
+
+Limits: a deadline (a watchdog thread cancels the engine query when it passes: DuckDB interrupt, PostgreSQL
+cancel; PostgreSQL's own ``statement_timeout`` is the second line), a row cap (one extra row is read to tell that
+the result was cut, and ``truncated`` says so), and a cap on the Arrow bytes of the result. A reader may cancel at
+any time (the client went away); the engine query is then interrupted, not abandoned.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from connectors.query import (INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED, QueryCancelled,
+                              QueryError, ResultStream)
+from gateway.errors import (ClientGone, Forbidden, GatewayError, NotFound, QueryFailed, QueryTimeout, TooLarge,
+                            Unavailable)
+
+TIMEOUT, CLIENT, SHUTDOWN = "timeout", "client", "shutdown"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_rows: int
+    timeout: float  #: seconds
+    max_bytes: int
+
+
+class Watchdog:
+    """One thread that calls ``callback()`` of every registered deadline once it passes."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._cancelled: set[int] = set()
+        self._ids = itertools.count()
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="lakegate-watchdog", daemon=True)
+        self._stopped = False
+        self._thread.start()
+
+    def watch(self, deadline: float, callback: Callable[[], None]) -> int:
+        with self._cond:
+            handle = next(self._ids)
+            heapq.heappush(self._heap, (deadline, handle, callback))
+            self._cond.notify()
+            return handle
+
+    def unwatch(self, handle: int) -> None:
+        with self._cond:
+            self._cancelled.add(handle)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                if self._stopped:
+                    return
+                _, handle, callback = heapq.heappop(self._heap)
+                if handle in self._cancelled:
+                    self._cancelled.discard(handle)
+                    continue
+            try:
+                callback()
+            except Exception:  # a failing cancel must not stop the watchdog
+                pass
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+
+class Execution:
+    """One query on one engine: ``start()``, then iterate ``batches()``; ``cancel()`` from any thread."""
+
+    def __init__(self, stream: ResultStream, limits: Limits, watchdog: Watchdog, route: str) -> None:
+        self.stream = stream
+        self.limits = limits
+        self.route = route
+        self.started_at = time.monotonic()
+        self.deadline = self.started_at + limits.timeout
+        self.truncated = False
+        self.rows = 0
+        self.bytes = 0
+        self.reason: str | None = None
+        self.schema = pa.schema([])
+        self._watchdog = watchdog
+        self._handle = watchdog.watch(self.deadline, lambda: self.cancel(TIMEOUT))
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def elapsed_ms(self) -> float:
+        return round((time.monotonic() - self.started_at) * 1000, 3)
+
+    def start(self) -> None:
+        try:
+            with self._lock:
+                if self._closed:
+                    raise QueryCancelled()
+                self.stream.start()
+        except QueryError as exc:
+            self.close()
+            raise self.translate(exc) from exc
+        self.schema = unique_names(self.stream.schema)
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The result's batches, cut at the row cap; raises gateway errors. Closes the execution at the end."""
+        try:
+            stream = iter(self.stream)
+            while True:
+                with self._lock:  # close() from another thread waits for the batch being read
+                    if self._closed:
+                        raise QueryCancelled()
+                    batch = next(stream, None)
+                if batch is None:
+                    return
+                room = self.limits.max_rows - self.rows
+                if batch.num_rows > room:
+                    self.truncated = True
+                    batch = batch.slice(0, room)
+                self.bytes += batch.nbytes
+                if self.bytes > self.limits.max_bytes:
+                    raise TooLarge(f"the result is larger than the gateway's cap of {self.limits.max_bytes} bytes "
+                                   f"(after {self.rows} rows); select fewer rows or columns")
+                self.rows += batch.num_rows
+                if batch.num_rows:
+                    yield pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+                if self.truncated:
+                    return
+        except QueryError as exc:
+            raise self.translate(exc) from exc
+        finally:
+            self.close()
+
+    def cancel(self, reason: str = CLIENT) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.stream.cancel()
+
+    def close(self) -> None:
+        """Release the engine's cursor or connection (waits for a batch being read in another thread)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._watchdog.unwatch(self._handle)
+        self.stream.close()
+
+    def translate(self, exc: QueryError) -> GatewayError:
+        if isinstance(exc, QueryCancelled):
+            if self.reason == CLIENT:
+                return ClientGone("the client went away; the query was cancelled")
+            if self.reason == SHUTDOWN:
+                return Unavailable("the gateway is shutting down; the query was cancelled")
+            return QueryTimeout(f"the query ran longer than its time limit of {self.limits.timeout:g} s and was "
+                                "cancelled; make it cheaper (filters, LIMIT) or ask for a longer timeout_ms")
+        return engine_error(exc)
+
+
+def engine_error(exc: QueryError) -> GatewayError:
+    """An engine's QueryError -> the gateway error with the right status."""
+    engine = {"duckdb": "DuckDB", "postgres": "PostgreSQL"}.get(exc.engine, exc.engine or "the engine")
+    message = f"{engine}: {exc}"
+    if exc.kind == "undefined_table":
+        return NotFound(message)
+    if exc.kind in (SYNTAX, UNDEFINED, INVALID):
+        return QueryFailed(message)
+    if exc.kind == PERMISSION:
+        return Forbidden(f"{engine} refused: {exc}")
+    if exc.kind == RESOURCES:
+        return TooLarge(f"{engine} ran out of resources: {exc}")
+    if exc.kind == UNAVAILABLE:
+        return Unavailable(message)
+    return GatewayError(message)
+
+
+def unique_names(schema: pa.Schema) -> pa.Schema:
+    """Duplicate column names get a suffix (``a``, ``a_2``): JSON rows are objects keyed by name."""
+    seen: dict[str, int] = {}
+    fields = []
+    for f in schema:
+        name = f.name or "?column?"
+        count = seen.get(name, 0) + 1
+        seen[name] = count
+        fields.append(f.with_name(name if count == 1 else f"{name}_{count}"))
+    return pa.schema(fields, metadata=schema.metadata)

@@ -1,0 +1,118 @@
+"""The read-only guard, layers 1 and 2 of the defence in depth: decided on the sqlglot AST, never on text.
+
+1. Statement shape: the statement is a query (SELECT, WITH, a set operation, VALUES) and no node anywhere in it
+   writes, changes the session or runs a command: no DML/DDL (also not inside a WITH), no SELECT INTO, no FOR
+   UPDATE/SHARE, no COPY/ATTACH/INSTALL/LOAD/SET/PRAGMA/CALL (sqlglot parses what it does not know as an opaque
+   command, which is refused as such).
+2. Functions: every call must be on the allow-list (:mod:`gateway.functions`); table functions in FROM are limited
+   to row generators. Bind parameters are not supported.
+
+The engines are sandboxed as well (layer 3, :mod:`connectors.duckdb.engine` and :mod:`connectors.postgres.engine`),
+so a hole here is not a hole through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlglot import exp
+
+from gateway import functions
+from gateway.errors import Forbidden, UnsupportedQuery
+from gateway.parse import position
+
+_QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
+_FORBIDDEN_NAMES = ("Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterColumn", "Copy",
+                    "Command", "Set", "SetItem", "Pragma", "Into", "Lock", "Transaction", "Commit", "Rollback",
+                    "Use", "Attach", "Detach", "Install", "Grant", "Revoke", "Analyze", "Refresh",
+                    "TruncateTable", "Cache", "Uncache", "LoadData", "Kill", "Export", "Comment", "Execute",
+                    "Declare", "Heredoc", "Summarize", "Show", "Describe")
+_FORBIDDEN = tuple(getattr(exp, name) for name in _FORBIDDEN_NAMES if hasattr(exp, name))
+_WHAT = {"Into": "SELECT ... INTO (it creates a table)", "Lock": "FOR UPDATE / FOR SHARE (row locks)",
+         "Command": "this command", "SetItem": "SET", "Set": "SET"}
+#: sqlglot classes for table functions it knows by type.
+_TYPED_TABLE_FUNCTIONS = {exp.Unnest: "unnest", exp.ExplodingGenerateSeries: "generate_series",
+                          exp.GenerateSeries: "generate_series"}
+_DENIED_TYPED = {"ReadCSV", "ReadParquet", "ToFile", "NextValueFor", "CurrentUser", "CurrentSchema",
+                 "CurrentCatalog", "CurrentRole"}
+
+
+class Guard:
+    """Checks statements against the allow-lists; ``engine_functions`` comes from the DuckDB engine."""
+
+    def __init__(self, engine_functions: frozenset[str], extra: frozenset[str] = frozenset()) -> None:
+        self.engine_functions = engine_functions
+        self.extra = frozenset(name.lower() for name in extra)
+
+    def check(self, ast: exp.Expression) -> None:
+        """Raise :class:`Forbidden` (or :class:`UnsupportedQuery`) unless ``ast`` is a read-only query."""
+        check_shape(ast)
+        for node in ast.walk():
+            if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
+                self._check_table_function(node.this)
+            elif isinstance(node, (exp.Lateral, exp.Unnest)) and isinstance(node.this, exp.Func):
+                self._check_table_function(node.this)
+            if isinstance(node, exp.Func):
+                self._check_function(node)
+            elif isinstance(node, (exp.Parameter, exp.Placeholder)):
+                raise _unsupported(node, "bind parameters ($1, ?, :name) are not supported; put the values into "
+                                         "the SQL text")
+
+    def _check_function(self, node: exp.Func) -> None:
+        name = function_name(node)
+        if isinstance(node, exp.Anonymous):
+            ok = functions.allowed(name, self.engine_functions, self.extra)
+        else:  # a function sqlglot knows by type: standard SQL, unless denied
+            ok = type(node).__name__ not in _DENIED_TYPED and (not functions.denied(name) or name in self.extra)
+        if not ok:
+            raise _forbidden(node, f"function {name}() is not allowed: the gateway runs only functions on its "
+                                   "allow-list, and never ones that reach files, URLs, other databases, settings "
+                                   "or sequences")
+
+    def _check_table_function(self, node: exp.Func) -> None:
+        name = _TYPED_TABLE_FUNCTIONS.get(type(node)) or function_name(node)
+        if name not in functions.TABLE_FUNCTIONS:
+            raise _forbidden(node, f"table function {name}() is not allowed in FROM: only row generators "
+                                   f"({', '.join(sorted(functions.TABLE_FUNCTIONS))}) are; read tables by "
+                                   "their names (source.schema.table)")
+
+
+def check_shape(ast: exp.Expression) -> None:
+    if not isinstance(ast, _QUERY_TYPES):
+        raise _forbidden(ast, f"only queries are allowed (SELECT, WITH, UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, "
+                              f"SHOW, DESCRIBE); this statement is {statement_name(ast)}")
+    for node in ast.walk():
+        if isinstance(node, _FORBIDDEN):
+            what = _WHAT.get(type(node).__name__, statement_name(node))
+            raise _forbidden(node, f"{what} is not allowed: the gateway is read-only")
+
+
+def statement_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Command):
+        return f"the command {str(node.this).upper()}"
+    if isinstance(node, exp.Alias):  # e.g. INSTALL httpfs parses as an alias of a column named INSTALL
+        return f"{node.this.sql()} {node.alias}".upper()
+    return type(node).__name__.upper()
+
+
+def function_name(node: exp.Func) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    return node.sql_name().lower()
+
+
+def iter_tables(ast: exp.Expression) -> Iterator[exp.Table]:
+    """Table references (not table functions) anywhere in ``ast``."""
+    for table in ast.find_all(exp.Table):
+        if not isinstance(table.this, exp.Func):
+            yield table
+
+
+def _forbidden(node: exp.Expression, message: str) -> Forbidden:
+    line, col = position(node)
+    return Forbidden(message, line=line, column=col)
+
+
+def _unsupported(node: exp.Expression, message: str) -> UnsupportedQuery:
+    line, col = position(node)
+    return UnsupportedQuery(message, line=line, column=col)

@@ -1,0 +1,251 @@
+"""The lake as the gateway sees it: which Iceberg tables exist, where their metadata is now, and the DuckDB SQL
+that reads each one, merge-on-read state tables included, at the current snapshot or a past one.
+
+Freshness: every query looks up the tables' current metadata locations, so it sees every commit made before it
+started. With pyiceberg's SQL catalog one query on the catalog's ``iceberg_tables`` table (the JDBC catalog
+schema, shared by the Java and Python implementations) lists every table and its location; other catalogs
+(REST, Glue) are asked table by table. Parsed metadata is cached by location, so an unchanged table costs nothing.
+
+A state table (``lakegate.kind=state``) is read merge-on-read, with the same semantics as
+:func:`connectors.iceberg.merge.apply`: the state table's rows whose key is not in the change-log tail after the
+state's stamp, plus the latest change per key of that tail unless it is a delete; a truncate in the tail removes
+everything before it. The tail scan is pruned by ``_lsn`` (Iceberg file statistics skip older files).
+
+Time travel uses change-log snapshots for both shapes: ``FOR VERSION AS OF <change-log snapshot id>`` or
+``FOR TIMESTAMP AS OF <time>``. A state table at change-log snapshot C is the newest state snapshot folded no
+further than C's position, merged with C's tail.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot, ancestors_of
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from connectors.changes import ZERO, Position
+from connectors.iceberg import catalog as lake_catalog
+from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE
+from connectors.iceberg.writer import PROP_LSN, PROP_SEQ
+from gateway.errors import BadRequest, GatewayError, NotFound, Unavailable
+
+PLAIN = "plain"
+
+
+@dataclass(frozen=True)
+class TimeTravel:
+    """A past version of a lake table: a change-log snapshot id, or a point in time (ms since the epoch)."""
+
+    snapshot_id: int | None = None
+    timestamp_ms: int | None = None
+
+    def label(self) -> str:
+        if self.snapshot_id is not None:
+            return f"version {self.snapshot_id}"
+        stamp = datetime.datetime.fromtimestamp((self.timestamp_ms or 0) / 1000, datetime.UTC)
+        return f"timestamp {stamp.isoformat()}"
+
+
+@dataclass(frozen=True)
+class LakeEntry:
+    """One user-visible lake table with everything needed to read it now."""
+
+    namespace: str
+    name: str
+    kind: str  #: state | changelog | plain
+    table: Table
+    changelog: Table | None  #: the change log of a state table
+    key: tuple[str, ...]
+    source: str | None
+
+    @property
+    def columns(self) -> list[str]:
+        return [f.name for f in self.table.schema().fields]
+
+    @property
+    def history(self) -> Table:
+        """The table whose snapshots are the versions of this one (the change log, for a state table)."""
+        return self.changelog if self.changelog is not None else self.table
+
+
+class Lake:
+    """The lake's catalog, read for the gateway; thread-safe."""
+
+    def __init__(self, lake_settings: Any) -> None:
+        self.settings = lake_settings
+        self._catalog: Catalog | None = None
+        self._tables: dict[tuple[str, str], Table] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            try:
+                self._catalog = lake_catalog.from_settings(self.settings)
+            except Exception as exc:  # LakeError and whatever the catalog implementation raises
+                raise Unavailable(f"the lake catalog cannot be opened: {exc}") from exc
+        return self._catalog
+
+    def listing(self) -> dict[tuple[str, str], str | None]:
+        """(namespace, table) -> current metadata location (None when the catalog does not say cheaply)."""
+        try:
+            catalog = self.catalog
+            if isinstance(catalog, SqlCatalog):
+                stmt = select(IcebergTables.table_namespace, IcebergTables.table_name,
+                              IcebergTables.metadata_location).where(IcebergTables.catalog_name == catalog.name)
+                with Session(catalog.engine) as session:
+                    return {(ns, name): loc for ns, name, loc in session.execute(stmt) if "." not in ns}
+            out: dict[tuple[str, str], str | None] = {}
+            for namespace in catalog.list_namespaces():
+                for ident in catalog.list_tables(namespace):
+                    out[(".".join(ident[:-1]), ident[-1])] = None
+            return out
+        except GatewayError:
+            raise
+        except Exception as exc:
+            raise Unavailable(f"cannot list the lake's tables: {exc}") from exc
+
+    def load(self, namespace: str, name: str, location: str | None) -> Table:
+        """The table at ``location`` (cached), or freshly loaded when the location is unknown or changed."""
+        key = (namespace, name)
+        with self._lock:
+            cached = self._tables.get(key)
+        if cached is not None and location is not None and cached.metadata_location == location:
+            return cached
+        try:
+            table = self.catalog.load_table((namespace, name))
+        except NoSuchTableError as exc:
+            raise NotFound(f"lake table {namespace}.{name} no longer exists") from exc
+        except Exception as exc:
+            raise Unavailable(f"cannot load lake table {namespace}.{name}: {exc}") from exc
+        with self._lock:
+            self._tables[key] = table
+        return table
+
+    def entry(self, namespace: str, name: str, listing: dict[tuple[str, str], str | None]) -> LakeEntry:
+        table = self.load(namespace, name, listing.get((namespace, name)))
+        props = table.properties
+        kind = props.get("lakegate.kind", PLAIN)
+        key = tuple(k for k in props.get("lakegate.key", "").split(",") if k)
+        changelog = None
+        if kind == STATE:
+            log_name = name + CHANGELOG_SUFFIX
+            if (namespace, log_name) not in listing:
+                raise Unavailable(f"lake table {namespace}.{name} has no change log {log_name}")
+            changelog = self.load(namespace, log_name, listing.get((namespace, log_name)))
+        elif kind not in (CHANGELOG, PLAIN):
+            kind = PLAIN
+        return LakeEntry(namespace, name, kind, table, changelog, key, props.get("lakegate.source"))
+
+
+# --------------------------------------------------------------------------------------------- SQL for DuckDB
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def scan(table: Table, snapshot: Snapshot | None) -> str:
+    option = f", snapshot_from_id = {snapshot.snapshot_id}" if snapshot is not None else ""
+    return f"iceberg_scan({literal(table.metadata_location)}{option})"
+
+
+def stamp_at(table: Table, snapshot: Snapshot | None) -> Position | None:
+    """The newest ``lakegate.lsn`` stamp on ``snapshot``'s lineage (like writer.checkpoint_of, at any snapshot)."""
+    for snap in ancestors_of(snapshot, table.metadata) if snapshot is not None else ():
+        props = snap.summary.additional_properties if snap.summary else {}
+        if PROP_LSN in props:
+            return Position(int(props[PROP_LSN]), int(props.get(PROP_SEQ, 2**62)))
+    return None
+
+
+def pick_snapshot(entry: LakeEntry, travel: TimeTravel | None) -> Snapshot | None:
+    """The snapshot of ``entry.history`` that ``travel`` names (None = current)."""
+    history = entry.history
+    if travel is None:
+        return history.current_snapshot()
+    full = f"lake table {entry.namespace}.{entry.name}"
+    if travel.snapshot_id is not None:
+        snap = history.snapshot_by_id(travel.snapshot_id)
+        if snap is None:
+            where = " (the versions of a state table are its change log's snapshots)" if entry.changelog else ""
+            raise NotFound(f"{full} has no snapshot {travel.snapshot_id}{where}; GET /v1/schema lists the "
+                           "recent snapshots of every lake table")
+        return snap
+    snap = history.snapshot_as_of_timestamp(int(travel.timestamp_ms or 0))
+    if snap is None:
+        raise BadRequest(f"{full} has no snapshot at or before {travel.label()}; its oldest kept snapshot is from "
+                         f"{_oldest(history)}")
+    return snap
+
+
+def _oldest(table: Table) -> str:
+    snaps = table.snapshots()
+    if not snaps:
+        return "(none: the table is empty)"
+    first = min(s.timestamp_ms for s in snaps)
+    return datetime.datetime.fromtimestamp(first / 1000, datetime.UTC).isoformat()
+
+
+def view_sql(entry: LakeEntry, travel: TimeTravel | None = None) -> str:
+    """DuckDB SQL of a SELECT that returns ``entry`` now, or at ``travel``."""
+    snapshot = pick_snapshot(entry, travel)
+    if entry.kind != STATE:
+        return f"SELECT * FROM {scan(entry.table, snapshot if travel else None)}"
+    assert entry.changelog is not None
+    position = stamp_at(entry.changelog, snapshot) if snapshot is not None else None
+    state_snap = _state_snapshot(entry.table, position, travel is not None)
+    state_stamp = (stamp_at(entry.table, state_snap) or ZERO) if state_snap is not None else ZERO
+    return state_view_sql(entry, state_snap, state_stamp, snapshot, travel is not None)
+
+
+def _state_snapshot(state: Table, position: Position | None, travelling: bool) -> Snapshot | None:
+    """The state snapshot to merge with the change log: the current one, or for a past version the newest one
+    whose fold stamp is not past that version's position."""
+    current = state.current_snapshot()
+    if not travelling or current is None:
+        return current
+    for snap in ancestors_of(current, state.metadata):
+        stamp = stamp_at(state, snap)
+        if position is not None and stamp is not None and stamp <= position:
+            return snap
+    return None
+
+
+def state_view_sql(entry: LakeEntry, state_snap: Snapshot | None, stamp: Position, log_snap: Snapshot | None,
+                   travelling: bool) -> str:
+    assert entry.changelog is not None
+    columns = ", ".join(quote(c) for c in entry.columns)
+    partition = ", ".join(quote(k) for k in entry.key)
+    same_key = " AND ".join(f"l.{quote(k)} = s.{quote(k)}" for k in entry.key)
+    if log_snap is None:
+        tail = f"SELECT * FROM {scan(entry.changelog, None)} WHERE false"
+    else:
+        tail = (f"SELECT * FROM {scan(entry.changelog, log_snap if travelling else None)} "
+                f"WHERE _lsn >= {max(stamp.lsn, 0)} AND (_lsn > {stamp.lsn} OR _seq > {stamp.seq})")
+    if state_snap is None:
+        state = f"SELECT {columns} FROM __tail AS s WHERE false"
+    else:
+        state = (f"SELECT {columns} FROM {scan(entry.table, state_snap if travelling else None)} AS s "
+                 f"WHERE NOT EXISTS (SELECT 1 FROM __cut) AND NOT EXISTS (SELECT 1 FROM __live AS l WHERE {same_key})")
+    return (
+        f"WITH __tail AS ({tail}), "
+        "__cut AS (SELECT _lsn AS cut_lsn, _seq AS cut_seq FROM __tail WHERE _op = 't' "
+        "ORDER BY _lsn DESC, _seq DESC LIMIT 1), "
+        "__live AS (SELECT * FROM __tail WHERE NOT EXISTS (SELECT 1 FROM __cut WHERE __tail._lsn < __cut.cut_lsn "
+        "OR (__tail._lsn = __cut.cut_lsn AND __tail._seq <= __cut.cut_seq)) "
+        f"QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY _lsn DESC, _seq DESC) = 1) "
+        f"{state} UNION ALL SELECT {columns} FROM __live WHERE _op IN ('r', 'c', 'u')"
+    )

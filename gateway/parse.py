@@ -1,0 +1,125 @@
+"""SQL text -> one statement (sqlglot AST, PostgreSQL dialect), with syntax errors that carry line and column.
+
+Statements the gateway answers itself are recognised from sqlglot's tokens before parsing, because sqlglot parses
+them only as opaque commands: ``EXPLAIN <query>`` (the route and each engine's SQL, as rows), ``SHOW TABLES``
+/ ``SHOW SCHEMAS`` / ``SHOW SOURCES`` and ``DESCRIBE <table>``. Everything else must parse to exactly one
+statement; whether that statement may run is :mod:`gateway.guard`'s decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from gateway.errors import Forbidden, SqlSyntaxError, UnsupportedQuery
+
+DIALECT = "postgres"
+# sqlglot logs a warning for every statement it can only parse as an opaque command; the guard refuses those.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+QUERY, EXPLAIN, SHOW, DESCRIBE = "query", "explain", "show", "describe"
+SHOW_WHAT = ("tables", "schemas", "sources")
+
+
+@dataclass
+class Statement:
+    """One parsed statement. ``ast`` is the query (for EXPLAIN: the explained query; for DESCRIBE: the table)."""
+
+    kind: str
+    ast: exp.Expression | None
+    sql: str
+    show: str = ""  #: for SHOW: tables | schemas | sources
+    show_in: list[str] = field(default_factory=list)  #: SHOW TABLES FROM <source>[.<schema>]
+
+
+def _tokens(sql: str) -> list[Token]:
+    try:
+        return Dialect.get_or_raise(DIALECT).tokenize(sql)
+    except TokenError as exc:
+        raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
+
+
+def parse(sql: str) -> Statement:
+    """Parse ``sql``; exactly one statement (a trailing ``;`` and comments anywhere are fine)."""
+    if not sql or not sql.strip():
+        raise SqlSyntaxError("the query is empty")
+    tokens = [t for t in _tokens(sql) if t.token_type != TokenType.SEMICOLON]
+    if not tokens:
+        raise SqlSyntaxError("the query is empty (only comments)")
+    first = tokens[0].text.upper()
+    if first == "EXPLAIN":
+        return _explain(sql, tokens)
+    if first == "SHOW":
+        return _show(sql, tokens)
+    statement = parse_one(sql)
+    if isinstance(statement, exp.Describe):
+        return Statement(DESCRIBE, statement.this, sql)
+    return Statement(QUERY, statement, sql)
+
+
+def parse_one(sql: str) -> exp.Expression:
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+    except ParseError as exc:
+        raise _syntax_error(exc) from exc
+    except TokenError as exc:
+        raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
+    if not statements:
+        raise SqlSyntaxError("the query is empty")
+    if len(statements) > 1:
+        raise Forbidden(f"only one statement per request is allowed; this request holds {len(statements)} "
+                        "(separated by ';')")
+    return statements[0]
+
+
+def _syntax_error(exc: ParseError) -> SqlSyntaxError:
+    if not exc.errors:
+        return SqlSyntaxError(f"syntax error: {exc}")
+    first = exc.errors[0]
+    line, col = first.get("line"), first.get("col")
+    near = first.get("highlight") or ""
+    description = first.get("description") or "syntax error"
+    where = f" at line {line}, column {col}" if line else ""
+    return SqlSyntaxError(f"syntax error{where}: {description}" + (f" (near {near!r})" if near else ""),
+                          line=line, column=col)
+
+
+def _explain(sql: str, tokens: list[Token]) -> Statement:
+    rest = tokens[1].text if len(tokens) > 1 else ""
+    words = rest.split(None, 1)
+    if words and words[0].upper() in ("ANALYZE", "ANALYSE", "VERBOSE", "(") or rest.startswith("("):
+        raise UnsupportedQuery("EXPLAIN takes no options here; it shows the route and each engine's SQL "
+                               "(POST /v1/explain gives the same as JSON)")
+    if not rest.strip():
+        raise SqlSyntaxError("EXPLAIN needs a query to explain")
+    return Statement(EXPLAIN, parse_one(rest), sql)
+
+
+def _show(sql: str, tokens: list[Token]) -> Statement:
+    rest = tokens[1].text.split() if len(tokens) > 1 else []
+    what = rest[0].lower() if rest else ""
+    if what not in SHOW_WHAT:
+        raise UnsupportedQuery(f"SHOW {what or '?'} is not supported; use SHOW TABLES [FROM source[.schema]], "
+                               "SHOW SCHEMAS or SHOW SOURCES")
+    where: list[str] = []
+    if len(rest) >= 3 and rest[1].upper() in ("FROM", "IN"):
+        where = [part.strip('"') for part in rest[2].split(".")]
+    elif len(rest) > 1:
+        raise SqlSyntaxError(f"cannot read SHOW {what.upper()} {' '.join(rest[1:])}; "
+                             "write SHOW TABLES FROM source[.schema]")
+    return Statement(SHOW, None, sql, show=what, show_in=where)
+
+
+def position(node: exp.Expression) -> tuple[int | None, int | None]:
+    """Line and column of ``node`` in the user's SQL, when sqlglot recorded them."""
+    for sub in node.walk():
+        meta = getattr(sub, "_meta", None) or {}
+        if "line" in meta:
+            return meta["line"], meta.get("col")
+    return None, None

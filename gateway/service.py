@@ -1,0 +1,220 @@
+"""The transport-free facade of the gateway and its composition root: every front end (HTTP, CLI, tests) uses it.
+
+``prepare(sql)`` parses, guards and routes a statement and returns an :class:`Execution` that is not started yet
+(the caller registers it for cancellation first); ``start()`` runs the engine up to the first rows, ``batches()``
+streams the rest. ``query(sql)`` does all of it and collects the rows, for callers that want a table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
+from connectors.postgres.engine import PostgresEngine
+from connectors.query import QueryError
+from gateway import parse as parse_mod
+from gateway.catalog import POSTGRES, Catalog
+from gateway.errors import BadRequest, GatewayError, Unavailable
+from gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
+from gateway.guard import Guard
+from gateway.lake import Lake
+from gateway.metrics import Metrics
+from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, Plan, Router
+from gateway.schema import describe_table, schema_listing, show
+from gateway.status import lake_status
+from lakegate.settings import Settings
+
+log = logging.getLogger("lakegate.gateway")
+
+
+class TableStream:
+    """An in-memory result (answers the gateway computes itself: SHOW, DESCRIBE, EXPLAIN)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.schema = table.schema
+
+    def start(self) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self.table.to_batches())
+
+    def cancel(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Result:
+    """A whole result, collected (``Gateway.query``)."""
+
+    table: pa.Table
+    truncated: bool
+    elapsed_ms: float
+    route: str
+
+
+class Gateway:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        cfg = settings.gateway
+        self.postgres = {s.name: PostgresEngine(s.name, s.dsn, pool_size=cfg.workers + 2) for s in settings.sources}
+        self.duckdb = DuckDBEngine(DuckDBConfig(
+            warehouse=settings.lake.warehouse, postgres={s.name: s.dsn for s in settings.sources},
+            threads=cfg.duckdb_threads, memory_limit=cfg.duckdb_memory_limit, pg_timeout_ms=int(cfg.timeout * 1000)))
+        self.lake = Lake(settings.lake)
+        self.catalog = Catalog(settings.lake.name, self.lake, self.postgres, cfg.search_path)
+        self.router = Router(self.catalog, self.lake, self._evaluate)
+        self.watchdog = Watchdog()
+        self.metrics = Metrics()
+        self._guard: Guard | None = None
+        self._executions: set[Execution] = set()
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def open(self) -> Gateway:
+        try:
+            self.duckdb.open()
+        except QueryError as exc:
+            raise Unavailable(f"DuckDB cannot start: {exc}") from exc
+        self._guard = Guard(self.duckdb.functions(), frozenset(self.settings.gateway.allow_functions))
+        return self
+
+    def close(self) -> None:
+        for execution in list(self._executions):
+            execution.cancel(SHUTDOWN)
+        self.watchdog.stop()
+        self.duckdb.close()
+        for engine in self.postgres.values():
+            engine.close()
+
+    @property
+    def guard(self) -> Guard:
+        if self._guard is None:
+            self.open()
+        assert self._guard is not None
+        return self._guard
+
+    # -------------------------------------------------------------------------------------------- queries
+
+    def limits(self, max_rows: int | None = None, timeout_ms: float | None = None) -> Limits:
+        """The request's limits, never above the server's."""
+        cfg = self.settings.gateway
+        if max_rows is not None and max_rows < 0:
+            raise BadRequest(f"max_rows must be 0 or more, got {max_rows}")
+        if timeout_ms is not None and timeout_ms <= 0:
+            raise BadRequest(f"timeout_ms must be positive, got {timeout_ms}")
+        rows = cfg.max_rows if max_rows is None else min(max_rows, cfg.max_rows)
+        timeout = cfg.timeout if timeout_ms is None else min(timeout_ms / 1000, cfg.timeout)
+        return Limits(max_rows=rows, timeout=timeout, max_bytes=cfg.max_result_bytes)
+
+    def plan(self, sql: str, max_rows: int | None = None) -> tuple[parse_mod.Statement, Plan | None]:
+        """Parse, guard and route ``sql`` (no engine runs). The plan is None for SHOW and DESCRIBE."""
+        statement = parse_mod.parse(sql)
+        if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
+            return statement, None
+        assert statement.ast is not None
+        self.guard.check(statement.ast)
+        return statement, self.router.plan(statement.ast, max_rows)
+
+    def prepare(self, sql: str, *, max_rows: int | None = None, timeout_ms: float | None = None) -> Execution:
+        """An execution of ``sql`` that is ready to ``start()``."""
+        limits = self.limits(max_rows, timeout_ms)
+        statement, plan = self.plan(sql, limits.max_rows)
+        if plan is None or statement.kind == parse_mod.EXPLAIN:
+            table = self._answer(statement, plan)
+            execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE)
+        else:
+            execution = Execution(self._stream(plan, limits), limits, self.watchdog, plan.route)
+        execution.plan = plan  # type: ignore[attr-defined]
+        self._track(execution)
+        return execution
+
+    def _stream(self, plan: Plan, limits: Limits) -> Any:
+        if plan.route == POSTGRES_ROUTE:
+            assert plan.source is not None
+            return self.postgres[plan.source].prepare(plan.sql, timeout=limits.timeout)
+        needed = {t.split(".")[0] for t in plan.tables} & set(self.postgres)
+        missing = needed & set(self.duckdb.unavailable)
+        if missing and not self.duckdb.reopen():
+            raise Unavailable(f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
+                              f"{'; '.join(self.duckdb.unavailable.values())}")
+        return self.duckdb.prepare(plan.sql)
+
+    def _track(self, execution: Execution) -> None:
+        self._executions.add(execution)
+        close = execution.close
+
+        def tracked_close() -> None:
+            self._executions.discard(execution)
+            close()
+
+        execution.close = tracked_close  # type: ignore[method-assign]
+
+    def query(self, sql: str, *, max_rows: int | None = None, timeout_ms: float | None = None) -> Result:
+        """Run ``sql`` and collect the whole (capped) result."""
+        execution = self.prepare(sql, max_rows=max_rows, timeout_ms=timeout_ms)
+        execution.start()
+        batches = list(execution.batches())
+        table = pa.Table.from_batches(batches, schema=execution.schema)
+        return Result(table, execution.truncated, execution.elapsed_ms, execution.route)
+
+    # ------------------------------------------------------------------------------- explain, schema, status
+
+    def explain(self, sql: str) -> dict[str, Any]:
+        statement, plan = self.plan(sql, self.settings.gateway.max_rows)
+        if plan is None:
+            return {"route": GATEWAY_ROUTE, "source": None, "tables": [], "engines": [], "views": {},
+                    "plan": f"answered by the gateway ({statement.kind.upper()})"}
+        out = plan.explain()
+        out["plan"] = self._engine_plan(plan)
+        return out
+
+    def _engine_plan(self, plan: Plan) -> str:
+        try:
+            if plan.route == POSTGRES_ROUTE:
+                assert plan.source is not None
+                rows = self.postgres[plan.source].fetch(f"EXPLAIN {plan.sql}")
+                return "\n".join(r[0] for r in rows)
+            table = self.duckdb.run(f"EXPLAIN {plan.sql}")
+            try:
+                rows = pa.Table.from_batches(list(table), schema=table.schema).to_pylist()
+            finally:
+                table.close()
+            return "\n".join(str(r.get("explain_value", "")) for r in rows)
+        except QueryError as exc:
+            raise engine_error(exc) from exc
+
+    def _answer(self, statement: parse_mod.Statement, plan: Plan | None) -> pa.Table:
+        if statement.kind == parse_mod.EXPLAIN:
+            assert plan is not None
+            info = plan.explain()
+            return pa.table({"route": [plan.route], "source": [plan.source], "sql": [plan.sql],
+                             "tables": [", ".join(info["tables"])], "plan": [self._engine_plan(plan)]})
+        if statement.kind == parse_mod.SHOW:
+            return show(self.catalog, statement.show, statement.show_in)
+        assert statement.ast is not None
+        return describe_table(self, statement.ast)
+
+    def schema(self) -> dict[str, Any]:
+        return schema_listing(self)
+
+    def status(self) -> dict[str, Any]:
+        return lake_status(self)
+
+    def _evaluate(self, sql: str) -> Any:
+        try:
+            return self.duckdb.value(sql)
+        except QueryError as exc:
+            raise BadRequest(f"cannot evaluate the time-travel argument: {exc}") from exc
+
+
+__all__ = ["DUCKDB_ROUTE", "GATEWAY_ROUTE", "POSTGRES", "POSTGRES_ROUTE", "Gateway", "GatewayError", "Result"]
