@@ -22,13 +22,15 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from connectors.changes import LSN, ChangeBatch, TableRef, format_lsn
+from connectors.changes import ChangeBatch, TableRef, format_lsn
 from connectors.errors import (ConnectorError, SchemaChangeError, SourceConfigError, TransientError)
 from connectors.iceberg import catalog as lake_catalog
 from connectors.iceberg import merge
 from connectors.iceberg.writer import LakeTable
 from connectors.postgres.cdc import Flush, PostgresSource
+from connectors.postgres.rowbuffer import Segment
 from connectors.postgres.types import ConversionError
+from ingest.committer import Committer
 from ingest.maintain import MaintenanceThread
 from ingest.progress import Progress
 from ingest.toast import fill_unchanged
@@ -155,38 +157,61 @@ class Worker:
 
     def _stream(self, source: PostgresSource) -> None:
         interval = self.cfg.commit_interval
-        while True:
-            deadline = time.monotonic() + interval
-            if not self.stopping.is_set():
-                source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes, self.stopping.is_set)
-            flush = source.take()
-            self._write(flush, source)
-            source.committed(flush.positions)
-            ack = source.confirmable(flush.ack if flush.ack is not None else source.idle_position())
-            if flush.batches or ack is not None:
-                log.debug("flush: %d row(s) in %d batch(es), confirming %s", sum(len(b) for b in flush.batches),
-                          len(flush.batches), format_lsn(ack) if ack is not None else "-")
-            if ack is not None:
-                source.acknowledge(ack)
-            self.flushes += 1
-            if self.on_flush is not None:
-                self.on_flush(flush)
-            if self.stopping.is_set():
-                log.info("stopped cleanly; confirmed up to %s", format_lsn(source.acked))
-                return
+        committer = Committer(lambda flush: self._write(flush, source))
+        committer.start()
+
+        def confirm() -> None:  # on the reading thread: the only one that talks to PostgreSQL
+            for flush in committer.completed():
+                self._confirm(source, flush)
+            if committer.in_flight == 0:
+                idle = source.confirmable(source.idle_position())
+                if idle is not None:
+                    source.acknowledge(idle)
+
+        try:
+            while True:
+                deadline = time.monotonic() + interval
+                if not self.stopping.is_set():
+                    source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes, self.stopping.is_set,
+                                confirm)
+                flush = source.take()
+                if flush.segments or flush.ack is not None:
+                    committer.submit(flush)
+                confirm()
+                if self.stopping.is_set():
+                    for flush in committer.drain():
+                        self._confirm(source, flush)
+                    log.info("stopped cleanly; confirmed up to %s", format_lsn(source.acked))
+                    return
+        finally:
+            committer.close()
+
+    def _confirm(self, source: PostgresSource, flush: Flush) -> None:
+        """A flush is durable in the lake: skip it on reconnect, confirm its LSN to PostgreSQL."""
+        source.committed(flush.positions)
+        ack = source.confirmable(flush.ack)
+        if flush.segments or ack is not None:
+            log.debug("flush: %d row(s) in %d segment(s), confirming %s", sum(len(s) for s in flush.segments),
+                      len(flush.segments), format_lsn(ack) if ack is not None else "-")
+        if ack is not None:
+            source.acknowledge(ack)
+        self.flushes += 1
+        if self.on_flush is not None:
+            self.on_flush(flush)
 
     def _write(self, flush: Flush, source: PostgresSource) -> None:
-        by_table: dict[TableRef, list[ChangeBatch]] = {}
-        for batch in flush.batches:
-            by_table.setdefault(batch.schema.table, []).append(batch)
-        for ref, batches in by_table.items():
+        """On the committer thread: each table's segments -> one change-log commit stamped with its position."""
+        by_table: dict[TableRef, list[Segment]] = {}
+        for segment in flush.segments:
+            by_table.setdefault(segment.ref, []).append(segment)
+        for ref, segments in by_table.items():
             if self.status[ref].failed:
                 continue
             table = self.lake[ref]
             try:
-                data = self._prepare(table, batches)
+                data = self._prepare(table, [s.materialise() for s in segments])
             except (SchemaChangeError, ConversionError) as exc:
-                source.fail_table(ref, batches[0].data[LSN][0].as_py())
+                source.fail_table(ref, segments[0].lsns[0])
                 self._table_failed(ref, exc)
                 continue
             table.append(data, flush.positions[ref])

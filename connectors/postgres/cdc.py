@@ -14,6 +14,7 @@ Rows are buffered per table as lists of raw text values and converted to Arrow a
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,50 +22,45 @@ from dataclasses import dataclass, field
 import psycopg
 import pyarrow as pa
 
-from connectors.changes import (COMMIT_TS_TYPE, LSN, OP, SEQ, COMMIT_TS, ChangeBatch, Position, TableRef,
-                                TableSchema, format_lsn)
-from connectors.errors import SchemaChangeError, SourceConfigError
+from connectors.changes import Position, TableRef, TableSchema, format_lsn
+from connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
 from connectors.postgres import introspect, pgoutput
 from connectors.postgres.connection import connect
 from connectors.postgres.introspect import SourceColumn, SourceTable
 from connectors.postgres.pgoutput import UNCHANGED
 from connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
 from connectors.postgres.snapshot import begin_snapshot, copy_chunks
-from connectors.postgres.types import Codec, ConversionError, TypeCatalog, text_column
+from connectors.postgres.rowbuffer import (OP_DELETE, OP_INSERT, OP_TRUNCATE, OP_UPDATE, SYNTHETIC, RowBuffer,
+                                           Segment)
+from connectors.postgres.types import Codec, TypeCatalog
 
 log = logging.getLogger(__name__)
 
 STATUS_INTERVAL = 10.0
+_RELID = struct.Struct("!I").unpack_from
 
 
 @dataclass
 class _Table:
-    """A replicated table as the stream knows it, with the rows buffered since the last take()."""
+    """A replicated table as the stream knows it."""
 
     ref: TableRef
-    schema: TableSchema
-    codecs: dict[str, Codec]
     key_index: tuple[int, ...]
+    buffer: RowBuffer
     checkpoint: Position = Position(-1, -1)
     failed_at: int | None = None  #: commit LSN of the transaction the table stopped at
-    rows: list[list] = field(default_factory=list)
-    ops: list[str] = field(default_factory=list)
-    lsns: list[int] = field(default_factory=list)
-    seqs: list[int] = field(default_factory=list)
-    stamps: list[int] = field(default_factory=list)
-    toast_rows: dict[int, int] = field(default_factory=dict)  #: row -> row whose key identifies the old state
-    segments: list[ChangeBatch] = field(default_factory=list)
 
-    def pending(self) -> int:
-        return len(self.rows) + sum(len(s) for s in self.segments)
+    @property
+    def schema(self) -> TableSchema:
+        return self.buffer.schema
 
 
 @dataclass
 class Flush:
-    """What :meth:`PostgresSource.take` hands over: change batches (in order per table) and the LSN to confirm
-    once all of them are durable (None: nothing new can be confirmed)."""
+    """What :meth:`PostgresSource.take` hands over: row segments (in order per table; ``materialise()`` each),
+    the position each table reaches, and the LSN to confirm once all of them are durable (None: nothing new)."""
 
-    batches: list[ChangeBatch]
+    segments: list[Segment]
     ack: int | None
     positions: dict[TableRef, Position]
 
@@ -108,7 +104,7 @@ class PostgresSource:
         for ref, table in self.source_tables.items():
             schema, codecs = introspect.lake_schema(ref, table.columns, table.key, self.types, self.unbounded_numeric)
             schemas[ref] = schema
-            self.tables[ref] = _Table(ref, schema, codecs, _key_index(schema))  # type: ignore[arg-type]
+            self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
         return schemas
 
     def slot_exists(self) -> bool:
@@ -135,7 +131,7 @@ class PostgresSource:
                 (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
                 for ref in refs:
                     table = self.tables[ref]
-                    yield ref, position, now, copy_chunks(conn, self.source_tables[ref], table.codecs)
+                    yield ref, position, now, copy_chunks(conn, self.source_tables[ref], table.buffer.open.codecs)
                     table.checkpoint = position
                 conn.rollback()
             finally:
@@ -156,55 +152,84 @@ class PostgresSource:
 
     def _reset_txn(self) -> None:
         for table in self.tables.values():
-            table.rows, table.ops, table.lsns, table.seqs, table.stamps = [], [], [], [], []
-            table.toast_rows = {}
-            table.segments = []
+            table.buffer.take()
         self._by_relid = {}
         self._in_txn = False
         self._pending_rows = self._pending_bytes = 0
 
-    def poll(self, deadline: float, max_rows: int, max_bytes: int, stop: Callable[[], bool] = lambda: False) -> None:
+    def poll(self, deadline: float, max_rows: int, max_bytes: int, stop: Callable[[], bool] = lambda: False,
+             tick: Callable[[], None] = lambda: None) -> None:
         """Read the stream until ``deadline`` or ``stop()`` (at a transaction boundary) or until the buffers
-        are full."""
+        are full; ``tick()`` runs now and then (the caller confirms finished work there).
+
+        The inner loop is the hot path: one call into libpq and one dispatch per message."""
         assert self.stream is not None
-        read = self.stream.read
+        pgconn = self.stream.conn.pgconn
+        get = pgconn.get_copy_data
         handle = self._handle
+        since_check = 0
         while self._pending_rows < max_rows and self._pending_bytes < max_bytes:
+            try:
+                nbytes, data = get(1)
+            except psycopg.OperationalError as exc:
+                raise ConnectionLost(f"replication stream broke: {exc}") from exc
+            if nbytes > 0:
+                if data[0] == 119:  # 'w' XLogData
+                    self._pending_bytes += nbytes
+                    handle(data)
+                else:
+                    self._keepalive(bytes(data))
+                since_check += 1
+                if since_check < 512:
+                    continue
+            elif nbytes < 0:
+                self.stream.read(0)  # raises ConnectionLost with the server's message
+            since_check = 0
+            tick()
             now = time.monotonic()
             if (now >= deadline or stop()) and not self._in_txn:
                 break
-            data = read(min(max(0.0, deadline - now), 0.25) if not self._in_txn else 0.25)
-            if data is None:
-                self._status_if_due()
-                continue
-            if data[0] == 119:  # 'w' XLogData: 25 bytes of header, then the pgoutput message
-                self._pending_bytes += len(data)
-                handle(data[25:])
-            else:
-                keepalive = pgoutput.decode_copy_data(data)
-                assert isinstance(keepalive, pgoutput.Keepalive)
-                self._received = max(self._received, keepalive.wal_end)
-                if keepalive.reply_requested:
-                    self._send_status(reply=False)
             if now - self._last_status >= STATUS_INTERVAL:
                 self._send_status()
+            if nbytes == 0:
+                self.stream.wait_readable(min(max(0.0, deadline - now), 0.25) if not self._in_txn else 0.25)
 
-    def _handle(self, payload: bytes) -> None:
-        kind = payload[0]
-        if kind == 73 or kind == 85 or kind == 68:  # I U D
-            self._row(pgoutput.decode(payload))
+    def _keepalive(self, data: bytes) -> None:
+        keepalive = pgoutput.decode_copy_data(data)
+        assert isinstance(keepalive, pgoutput.Keepalive)
+        self._received = max(self._received, keepalive.wal_end)
+        if keepalive.reply_requested:
+            self._send_status()
+
+    def _handle(self, data: memoryview) -> None:
+        """One XLogData message (header included)."""
+        kind = data[25]
+        if kind == 73 or kind == 68:  # I, D: the tuple (new row; old key or row) is at TUPLE_AT
+            self._seq += 1
+            table = self._by_relid.get(_RELID(data, 26)[0])
+            if table is not None and self._keep(table):
+                self._append(table, OP_INSERT if kind == 73 else OP_DELETE, bytes(data))
+        elif kind == 85:  # U
+            self._seq += 1
+            table = self._by_relid.get(_RELID(data, 26)[0])
+            if table is not None:
+                if data[30] == 78:  # 'N': no old tuple, the key did not change
+                    if self._keep(table):
+                        self._append(table, OP_UPDATE, bytes(data))
+                else:
+                    self._update_with_old(table, bytes(data[25:]))
         elif kind == 66:  # B
-            begin = pgoutput.decode(payload)
+            begin = pgoutput.decode(bytes(data[25:]))
             self._txn_lsn, self._txn_ts, self._seq, self._in_txn = begin.final_lsn, begin.commit_ts, 0, True  # type: ignore[union-attr]
         elif kind == 67:  # C
-            commit = pgoutput.decode(payload)
+            commit = pgoutput.decode(bytes(data[25:]))
             self._in_txn = False
             self._complete_end = commit.end_lsn  # type: ignore[union-attr]
             self._received = max(self._received, commit.end_lsn)  # type: ignore[union-attr]
         elif kind == 82:  # R
-            self._relation(pgoutput.decode(payload))  # type: ignore[arg-type]
+            self._relation(pgoutput.decode(bytes(data[25:])))  # type: ignore[arg-type]
         elif kind == 84:  # T
-            self._truncate(pgoutput.decode(payload))  # type: ignore[arg-type]
+            self._truncate(pgoutput.decode(bytes(data[25:])))  # type: ignore[arg-type]
         # Y (type), O (origin), M (message): nothing to keep
 
     def _keep(self, table: _Table) -> bool:
@@ -215,60 +240,43 @@ class PostgresSource:
             return False
         return lsn > cp.lsn or (lsn == cp.lsn and self._seq > cp.seq)
 
-    def _append(self, table: _Table, op: str, values: list) -> int:
-        row = len(table.rows)
-        table.rows.append(values)
-        table.ops.append(op)
-        table.lsns.append(self._txn_lsn)
-        table.seqs.append(self._seq)
-        table.stamps.append(self._txn_ts)
+    def _append(self, table: _Table, op: int, message: bytes) -> int:
+        """Buffer a row; ``op`` is the byte of its _op letter."""
         self._pending_rows += 1
-        return row
+        return table.buffer.append(op, message, self._txn_lsn, self._seq, self._txn_ts)
 
-    def _row(self, msg: pgoutput.Insert | pgoutput.Update | pgoutput.Delete) -> None:
-        table = self._by_relid.get(msg.relid)
-        if table is None:
-            self._seq += 1
-            return
-        if isinstance(msg, pgoutput.Insert):
-            self._seq += 1
-            if self._keep(table):
-                self._append(table, "c", msg.new)
-        elif isinstance(msg, pgoutput.Delete):
-            self._seq += 1
-            if self._keep(table):
-                self._append(table, "d", msg.old)
-        else:
-            self._update(table, msg)
+    def _update_with_old(self, table: _Table, payload: bytes) -> None:
+        """An update carrying the old key ('K': the key changed) or the old row ('O': REPLICA IDENTITY FULL).
 
-    def _update(self, table: _Table, msg: pgoutput.Update) -> None:
-        new, old = msg.new, msg.old
-        moved = False
-        if old is not None and table.key_index:
-            moved = any(old[i] != new[i] and new[i] is not UNCHANGED for i in table.key_index)
-        if moved:
+        A key change becomes a delete of the old key and an update of the new row; under FULL identity the
+        old row supplies unchanged TOAST values directly."""
+        old_kind = chr(payload[5])
+        new_at = pgoutput.tuple_end(payload, 6) + 1
+        update = pgoutput.decode(payload)
+        assert isinstance(update, pgoutput.Update) and update.old is not None
+        old, new = update.old, update.new
+        moved = bool(table.key_index) and any(old[i] != new[i] and new[i] is not UNCHANGED for i in table.key_index)
+        delete_row = -1
+        if moved or old_kind == "K":
+            if self._keep(table):
+                delete_row = self._append(table, OP_DELETE, SYNTHETIC + payload[6:new_at - 1])
             self._seq += 1
-            delete_row = len(table.rows) if self._keep(table) else -1
-            if delete_row >= 0:
-                self._append(table, "d", old)  # type: ignore[arg-type]
-        self._seq += 1
         if not self._keep(table):
             return
-        if UNCHANGED in new:
-            if msg.old_kind == "O":  # REPLICA IDENTITY FULL: the old row carries the values
-                new = [o if v is UNCHANGED else v for v, o in zip(new, old, strict=True)]  # type: ignore[arg-type]
-            if UNCHANGED in new:
-                row = self._append(table, "u", new)
-                table.toast_rows[row] = delete_row if moved and delete_row >= 0 else row
-                return
-        self._append(table, "u", new)
+        if old_kind == "O" and UNCHANGED in new:
+            new = [o if v is UNCHANGED else v for v, o in zip(new, old, strict=True)]
+            row = self._append(table, OP_UPDATE, SYNTHETIC + pgoutput.encode_tuple(new))
+        else:
+            row = self._append(table, OP_UPDATE, SYNTHETIC + payload[new_at:])
+        if delete_row >= 0:
+            table.buffer.open.moved[row] = delete_row
 
     def _truncate(self, msg: pgoutput.Truncate) -> None:
         for relid in msg.relids:
             table = self._by_relid.get(relid)
             self._seq += 1
             if table is not None and self._keep(table):
-                self._append(table, "t", [None] * len(table.schema.columns))
+                self._append(table, OP_TRUNCATE, SYNTHETIC + pgoutput.encode_tuple([None] * len(table.schema.columns)))
 
     def _relation(self, msg: pgoutput.Relation) -> None:
         ref = TableRef(msg.namespace, msg.name)
@@ -283,9 +291,8 @@ class PostgresSource:
             return
         if schema == table.schema:
             return
-        if table.rows:
-            table.segments.append(self._materialise(table))
-        table.schema, table.codecs, table.key_index = schema, codecs, _key_index(schema)
+        table.buffer.new_schema(schema, codecs)
+        table.key_index = _key_index(schema)
 
     def _relation_schema(self, ref: TableRef, msg: pgoutput.Relation) -> tuple[TableSchema, dict[str, Codec]]:
         ndims = introspect.ndims_of(self.sql, msg.relid)
@@ -310,50 +317,18 @@ class PostgresSource:
 
     # ------------------------------------------------------------------------------------------- handover
 
-    def _materialise(self, table: _Table) -> ChangeBatch:
-        n = len(table.rows)
-        names = table.schema.names
-        unchanged: dict[str, list[bool]] = {}
-        for row in table.toast_rows:
-            values = table.rows[row]
-            for i, value in enumerate(values):
-                if value is UNCHANGED:
-                    unchanged.setdefault(names[i], [False] * n)[row] = True
-                    values[i] = None
-        columns = list(zip(*table.rows, strict=True)) if n else [() for _ in names]
-        arrays = []
-        for name, raw in zip(names, columns, strict=True):
-            try:
-                arrays.append(table.codecs[name].convert(text_column(raw)))
-            except ConversionError as exc:
-                raise ConversionError(f"table {table.ref}, column {name!r}: {exc}") from exc
-        arrays += [pa.array(table.ops, pa.string()), pa.array(table.lsns, pa.int64()), pa.array(table.seqs, pa.int64()),
-                   pa.array(table.stamps, pa.int64()).cast(COMMIT_TS_TYPE)]
-        data = pa.Table.from_arrays(arrays, names=[*names, OP, LSN, SEQ, COMMIT_TS])
-        toast_from = None
-        if table.toast_rows:
-            toast_from = pa.array([table.toast_rows.get(i, -1) for i in range(n)], pa.int64())
-        batch = ChangeBatch(table.schema, data, {k: pa.array(v) for k, v in unchanged.items()}, toast_from)
-        table.rows, table.ops, table.lsns, table.seqs, table.stamps = [], [], [], [], []
-        table.toast_rows = {}
-        return batch
-
     def take(self) -> Flush:
         """Hand over everything buffered. Rows of a transaction still open go too (a partial flush of a huge
         transaction); the LSN to confirm covers only complete transactions."""
-        batches: list[ChangeBatch] = []
+        segments: list[Segment] = []
         positions: dict[TableRef, Position] = {}
         for table in self.tables.values():
-            segments = table.segments
-            if table.rows:
-                segments = [*segments, self._materialise(table)]
-            table.segments = []
-            for batch in segments:
-                batches.append(batch)
-                positions[table.ref] = batch.last
+            for segment in table.buffer.take():
+                segments.append(segment)
+                positions[table.ref] = segment.last
         self._pending_rows = self._pending_bytes = 0
         ack = self._complete_end if self._complete_end > self._acked else None
-        return Flush(batches, ack, positions)
+        return Flush(segments, ack, positions)
 
     def fail_table(self, ref: TableRef, lsn: int) -> None:
         """Stop ``ref`` at the transaction with commit LSN ``lsn``: its later changes are dropped and nothing
@@ -380,7 +355,7 @@ class PostgresSource:
 
     def idle_position(self) -> int | None:
         """When nothing is buffered or open, the server's WAL end: safe to confirm so the slot holds no WAL."""
-        if self._in_txn or self._pending_rows or any(t.rows or t.segments for t in self.tables.values()):
+        if self._in_txn or self._pending_rows or any(t.buffer for t in self.tables.values()):
             return None
         if any(t.failed_at is not None for t in self.tables.values()):
             return None

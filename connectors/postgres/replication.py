@@ -174,6 +174,16 @@ class ReplicationStream:
             except (psycopg.OperationalError, OSError, ValueError) as exc:
                 raise ConnectionLost(f"replication stream broke: {exc}") from exc
 
+    def wait_readable(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for stream data, then pull it into libpq's buffer."""
+        pgconn = self.conn.pgconn
+        try:
+            ready, _, _ = select.select([pgconn.socket], [], [], timeout)
+            if ready:
+                pgconn.consume_input()
+        except (psycopg.OperationalError, OSError, ValueError) as exc:
+            raise ConnectionLost(f"replication stream broke: {exc}") from exc
+
     def send_status(self, written: int, flushed: int, *, reply: bool = False) -> None:
         """Standby status update: ``flushed`` is what the server may forget (the slot's confirmed position)."""
         now = int(time.time() * 1_000_000) - PG_EPOCH_US

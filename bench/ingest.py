@@ -1,0 +1,242 @@
+"""Ingest benchmark: throughput against the raw pgoutput stream, snapshot against COPY, freshness, memory.
+
+    python bench/ingest.py [--rows 1000000] [--snapshot-rows 1000000] [--fresh-seconds 30]
+
+Everything runs in one go on an embedded PostgreSQL, so every ratio compares figures measured on the same
+machine in the same minute. Prints a markdown table (the one in README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import PeakRss, machine, percentile, print_table, start_postgres, stopwatch, workdir  # noqa: E402
+from connectors.changes import parse_lsn  # noqa: E402
+from connectors.iceberg import catalog as lake_catalog  # noqa: E402
+from connectors.postgres.replication import ReplicationStream  # noqa: E402
+
+TABLE = "CREATE TABLE {} (id bigint PRIMARY KEY, a int, b text, c numeric(12,2), d timestamptz)"
+FILL = ("INSERT INTO {} SELECT g, g %% 1000, 'name ' || g, g / 100.0, now() - g * interval '1 second' "
+        "FROM generate_series(%s::int8, %s::int8) g")
+
+
+def config(root: Path, dsn: str, table: str, slot: str, interval: str = "1s") -> Path:
+    path = root / f"{slot}.toml"
+    path.write_text(f"""
+[lake]
+catalog_uri = "sqlite:///{root}/catalog.db"
+warehouse = "{root}/warehouse"
+[[sources]]
+name = "pg"
+dsn = "{dsn}"
+replicate = ["public.{table}"]
+slot = "{slot}"
+publication = "{slot}"
+[ingest]
+commit_interval = "{interval}"
+""")
+    return path
+
+
+class Worker:
+    def __init__(self, cfg: Path, log: Path) -> None:
+        self.log = log
+        self.out = open(log, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen([sys.executable, "-m", "lakegate", "ingest", "--config", str(cfg)],
+                                     stdout=self.out, stderr=subprocess.STDOUT)
+        self.rss = PeakRss(self.proc.pid)
+
+    def wait_for(self, pattern: str, timeout: float = 600) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            match = re.search(pattern, self.log.read_text(errors="replace"))
+            if match:
+                return match
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.02)
+        raise TimeoutError(pattern)
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(120)
+        self.out.close()
+        return self.rss.stop()
+
+
+def confirmed(conn: psycopg.Connection, slot: str) -> int:
+    row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+                       (slot,)).fetchone()
+    return parse_lsn(row[0]) if row and row[0] else 0
+
+
+def wait_confirmed(conn: psycopg.Connection, slot: str, target: int, timeout: float = 1800) -> float:
+    deadline = time.monotonic() + timeout
+    while confirmed(conn, slot) < target:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"slot {slot} did not reach {target:X}")
+        time.sleep(0.01)
+    return time.perf_counter()
+
+
+def copy_baseline(dsn: str, table: str) -> tuple[int, float]:
+    rows = 0
+    with psycopg.connect(dsn) as conn, stopwatch() as t:
+        with conn.cursor().copy(f"COPY {table} TO STDOUT") as copy:
+            for _ in copy:
+                rows += 1
+    return rows, t["seconds"]
+
+
+def raw_stream(dsn: str, slot: str, publication: str, changes: int) -> float:
+    """Read the slot's pgoutput stream, discarding it, until ``changes`` row messages arrived; seconds taken."""
+    stream = ReplicationStream(dsn, application_name="bench-raw")
+    pgconn = stream.conn.pgconn
+    seen = 0
+    with stopwatch() as t:
+        stream.start(slot, publication)
+        while seen < changes:
+            nbytes, data = pgconn.get_copy_data(1)
+            if nbytes == 0:
+                select.select([pgconn.socket], [], [], 1.0)
+                pgconn.consume_input()
+                continue
+            if nbytes < 0:
+                raise RuntimeError("stream ended")
+            if data[0] == 119 and data[25] in (73, 85, 68):  # 'w' carrying I/U/D
+                seen += 1
+    stream.close()
+    return t["seconds"]
+
+
+def workload(dsn: str, table: str, rows: int) -> int:
+    """1 000-row transactions: inserts of ``rows`` rows, then updates of a quarter, deletes of a twentieth."""
+    changes = 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for start in range(1, rows + 1, 1000):
+            end = min(rows, start + 999)
+            conn.execute(FILL.format(table), (start, end))
+            changes += end - start + 1
+        for start in range(1, rows // 4 + 1, 1000):
+            cur = conn.execute(f"UPDATE {table} SET a = a + 1, c = c * 2 WHERE id BETWEEN %s AND %s",
+                               (start, min(rows // 4, start + 999)))
+            changes += cur.rowcount
+        for start in range(rows - rows // 20 + 1, rows + 1, 1000):
+            cur = conn.execute(f"DELETE FROM {table} WHERE id BETWEEN %s AND %s", (start, start + 999))
+            changes += cur.rowcount
+    return changes
+
+
+def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tuple[list[float], int]:
+    """Insert ``rate`` rows/s in 100-row transactions while the worker runs; commit-to-visible delays."""
+    worker = Worker(cfg, root / "fresh.log")
+    worker.wait_for("streaming from slot")
+    stop = time.monotonic() + seconds
+    batch = 100
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        start_lsn = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        next_id = 10_000_000
+        tick = time.monotonic()
+        while tick < stop:
+            conn.execute(FILL.format("fresh"), (next_id, next_id + batch - 1))
+            next_id += batch
+            tick += batch / rate
+            time.sleep(max(0.0, tick - time.monotonic()))
+        target = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        wait_confirmed(conn, "lakegate_fresh", target)
+    rss = worker.stop()
+    catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
+    table = catalog.load_table("public.fresh__changelog")
+    stamps = sorted((int(s.summary.additional_properties["lakegate.lsn"]), s.timestamp_ms)
+                    for s in table.snapshots() if "lakegate.lsn" in s.summary.additional_properties)
+    rows = table.scan(selected_fields=("_lsn", "_commit_ts")).to_arrow()
+    commits = {(lsn, ts.timestamp()) for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(),
+                                                         strict=True) if lsn > start_lsn}
+    delays = []
+    for lsn, committed_at in commits:
+        visible_ms = next(ms for stamp, ms in stamps if stamp >= lsn)
+        delays.append(visible_ms / 1000 - committed_at)
+    return delays, rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows inserted by the streaming workload")
+    parser.add_argument("--snapshot-rows", type=int, default=1_000_000)
+    parser.add_argument("--fresh-seconds", type=float, default=30.0)
+    parser.add_argument("--fresh-rate", type=int, default=5000)
+    args = parser.parse_args()
+    root = workdir("lakegate-bench-ingest-")
+    pg = start_postgres(root)
+    dsn = pg.dsn()
+    results: list[tuple[str, str, str, str]] = []
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for name in ("snap", "stream", "fresh"):
+                conn.execute(TABLE.format(name))
+            for start in range(1, args.snapshot_rows + 1, 100_000):
+                conn.execute(FILL.format("snap"), (start, min(args.snapshot_rows, start + 99_999)))
+            conn.execute("VACUUM ANALYZE snap")
+
+        # 1. initial snapshot vs COPY TO STDOUT, discarded
+        copied, copy_seconds = copy_baseline(dsn, "snap")
+        worker = Worker(config(root, dsn, "snap", "lakegate_snap"), root / "snap.log")
+        done = worker.wait_for(r"snapshot of public\.snap: done, ([\d,]+) rows in ([\d.]+)s")
+        snap_rss = worker.stop()
+        snap_rows, snap_seconds = int(done.group(1).replace(",", "")), float(done.group(2))
+        assert snap_rows == copied == args.snapshot_rows
+        results.append(("initial snapshot, rows/s", f"{snap_rows / snap_seconds:,.0f}",
+                        f"{copied / copy_seconds:,.0f} (COPY to /dev/null)", f"{copy_seconds / snap_seconds:.2f}"))
+
+        # 2. streaming: the worker end to end vs the raw pgoutput stream, over the same changes
+        stream_cfg = config(root, dsn, "stream", "lakegate_stream")
+        worker = Worker(stream_cfg, root / "stream-setup.log")
+        worker.wait_for("streaming from slot")
+        worker.stop()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_create_logical_replication_slot('bench_raw', 'pgoutput')")
+        changes = workload(dsn, "stream", args.rows)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            target = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        raw_seconds = raw_stream(dsn, "bench_raw", "lakegate_stream", changes)
+        worker = Worker(stream_cfg, root / "stream.log")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            worker.wait_for("streaming from slot")
+            started = time.perf_counter()
+            finished = wait_confirmed(conn, "lakegate_stream", target)
+        stream_rss = worker.stop()
+        worker_seconds = finished - started
+        results.append((f"stream, {changes:,} changes, rows/s", f"{changes / worker_seconds:,.0f}",
+                        f"{changes / raw_seconds:,.0f} (raw pgoutput read)", f"{raw_seconds / worker_seconds:.2f}"))
+
+        # 3. freshness at a steady rate with the default commit interval
+        delays, fresh_rss = freshness(dsn, root, config(root, dsn, "fresh", "lakegate_fresh"), args.fresh_seconds,
+                                      args.fresh_rate)
+        results.append((f"freshness p50 at {args.fresh_rate:,} rows/s", f"{percentile(delays, 50):.2f} s",
+                        "target 1 s", ""))
+        results.append((f"freshness p99 at {args.fresh_rate:,} rows/s", f"{percentile(delays, 99):.2f} s",
+                        "target 2 s", ""))
+        peak = max(snap_rss, stream_rss, fresh_rss)
+        results.append(("worker peak RSS", f"{peak / 2**20:,.0f} MiB",
+                        f"snapshot {snap_rss / 2**20:,.0f} / stream {stream_rss / 2**20:,.0f} / "
+                        f"fresh {fresh_rss / 2**20:,.0f}", ""))
+    finally:
+        pg.stop("immediate")
+    print_table(f"lakegate ingest benchmark ({machine()}; PostgreSQL 18, fsync off)", results)
+
+
+if __name__ == "__main__":
+    threading.excepthook = lambda args: None
+    main()

@@ -1,0 +1,83 @@
+"""Writing flushes to the lake on a thread of its own, so that the stream is read while the lake is written.
+
+At most one flush is being written and one waits: when the lake is slower than the source, handing over
+blocks, the reader stops reading and TCP pushes back on PostgreSQL instead of memory growing without bound.
+Completed flushes come back in order; only the reading thread talks to PostgreSQL, so it confirms them.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+
+from connectors.postgres.cdc import Flush
+
+
+class Committer(threading.Thread):
+    def __init__(self, write: Callable[[Flush], None]) -> None:
+        super().__init__(name="lakegate-committer", daemon=True)
+        self._write = write
+        self._inbox: queue.Queue[Flush | None] = queue.Queue(maxsize=1)
+        self._done: queue.Queue[Flush] = queue.Queue()
+        self._error: BaseException | None = None
+        self.in_flight = 0
+
+    def run(self) -> None:
+        while (flush := self._inbox.get()) is not None:
+            try:
+                self._write(flush)
+            except BaseException as exc:  # handed to the reading thread, which raises it
+                self._error = exc
+                return
+            self._done.put(flush)
+
+    def submit(self, flush: Flush) -> None:
+        """Queue a flush; blocks while the previous one is still waiting (backpressure)."""
+        while True:
+            self._raise_if_failed()
+            try:
+                self._inbox.put(flush, timeout=0.2)
+                self.in_flight += 1
+                return
+            except queue.Full:
+                continue
+
+    def completed(self) -> list[Flush]:
+        """Flushes written since the last call, oldest first; raises what the writer failed with."""
+        done = []
+        while True:
+            try:
+                done.append(self._done.get_nowait())
+            except queue.Empty:
+                break
+        self.in_flight -= len(done)
+        if not done:
+            self._raise_if_failed()
+        return done
+
+    def drain(self) -> list[Flush]:
+        """Wait until every queued flush is written; returns them."""
+        done = []
+        while self.in_flight > len(done):
+            self._raise_if_failed()
+            try:
+                done.append(self._done.get(timeout=0.2))
+            except queue.Empty:
+                continue
+        self.in_flight -= len(done)
+        return done
+
+    def close(self) -> None:
+        if self.is_alive():
+            try:
+                self._inbox.put(None, timeout=60)
+            except queue.Full:
+                return
+            self.join(60)
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if not self.is_alive() and self.ident is not None:
+            raise RuntimeError("the lake writer thread stopped")
