@@ -247,7 +247,7 @@ def _csv_column(values: pa.Array, field: pa.Field) -> pa.Array:
     if pa.types.is_floating(t) and pc.any(pc.invert(pc.is_finite(values))).as_py():
         return pc.replace_substring(_json_floats(values), '"', "")
     if (pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
-            or pa.types.is_fixed_size_binary(t) or isinstance(t, pa.ExtensionType)
+            or pa.types.is_fixed_size_binary(t) or isinstance(t, pa.BaseExtensionType)
             or pa.types.is_duration(t) or pa.types.is_interval(t) or pa.types.is_time(t)):
         return _plain_text(values, field)
     return values

@@ -79,8 +79,8 @@ class Guard:
 
 def check_shape(ast: exp.Expression) -> None:
     if not isinstance(ast, _QUERY_TYPES):
-        raise _forbidden(ast, f"only queries are allowed (SELECT, WITH, UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, "
-                              f"SHOW, DESCRIBE); this statement is {statement_name(ast)}")
+        raise _forbidden(ast, f"the statement {statement_name(ast)} is not allowed: the gateway runs only queries "
+                              "(SELECT, WITH, UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)")
     for node in ast.walk():
         if isinstance(node, _FORBIDDEN):
             what = _WHAT.get(type(node).__name__, statement_name(node))
@@ -88,11 +88,11 @@ def check_shape(ast: exp.Expression) -> None:
 
 
 def statement_name(node: exp.Expression) -> str:
+    """The statement's first keyword as written (INSTALL httpfs parses as an alias, CHECKPOINT as a column)."""
     if isinstance(node, exp.Command):
-        return f"the command {str(node.this).upper()}"
-    if isinstance(node, exp.Alias):  # e.g. INSTALL httpfs parses as an alias of a column named INSTALL
-        return f"{node.this.sql()} {node.alias}".upper()
-    return type(node).__name__.upper()
+        return str(node.this).upper()
+    words = node.sql(dialect="postgres").split()
+    return words[0].upper() if words else type(node).__name__.upper()
 
 
 def function_name(node: exp.Func) -> str:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import hmac
 import ipaddress
 import logging
-import time
+import signal
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
 import pyarrow as pa
+import uvicorn
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -302,18 +304,32 @@ def _observe(gateway: Gateway, execution: Execution, error: BaseException | None
     gateway.metrics.observe(execution.route, code, execution.elapsed_ms / 1000, execution.rows)
 
 
-def _install_handlers(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def request_id(request: Request, call_next: Callable[[Request], Any]) -> Response:
-        given = request.headers.get("x-request-id", "")
+class RequestIds:
+    """Pure ASGI middleware: a request id per request (the client's X-Request-Id when sane), echoed in the
+    response. (Starlette's BaseHTTPMiddleware would hide client disconnects from the endpoints.)"""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
         rid = given if 0 < len(given) <= 64 and given.replace("-", "").isalnum() else uuid.uuid4().hex[:16]
-        request.state.request_id = rid
-        started = time.monotonic()
-        response: Response = await call_next(request)
-        response.headers["X-Request-Id"] = rid
-        log.debug("%s %s %s -> %s in %.1f ms", rid, request.method, request.url.path, response.status_code,
-                  (time.monotonic() - started) * 1000)
-        return response
+        scope.setdefault("state", {})["request_id"] = rid
+
+        async def send_with_id(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+                message = {**message, "headers": [*headers, (b"x-request-id", rid.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+def _install_handlers(app: FastAPI) -> None:
+    app.add_middleware(RequestIds)
 
     def render(request: Request, error: GatewayError) -> JSONResponse:
         rid = getattr(request.state, "request_id", None)
@@ -367,12 +383,25 @@ def check_bind(cfg: GatewaySettings) -> None:
                             "LAKEGATE_GATEWAY__TOKENS), or bind to 127.0.0.1")
 
 
+class _Server(uvicorn.Server):
+    """uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown (the process then dies of the signal); we stop
+    gracefully and exit 0, like ``lakegate ingest``. A second signal stops at once."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
 def serve(settings: Settings) -> None:
     """``lakegate serve``: run the gateway until SIGTERM/SIGINT."""
-    import uvicorn
-
     check_bind(settings.gateway)
     gateway = Gateway(settings)
     app = create_app(gateway, own_gateway=True)
-    uvicorn.run(app, host=settings.gateway.host, port=settings.gateway.port, log_level="info",
-                timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, host=settings.gateway.host, port=settings.gateway.port, log_level="info",
+                            timeout_graceful_shutdown=5)
+    _Server(config).run()

@@ -57,10 +57,36 @@ def parse(sql: str) -> Statement:
         return _explain(sql, tokens)
     if first == "SHOW":
         return _show(sql, tokens)
-    statement = parse_one(sql)
+    try:
+        statement = parse_one(sql)
+    except SqlSyntaxError:
+        _refuse_unparsable(tokens)
+        raise
     if isinstance(statement, exp.Describe):
         return Statement(DESCRIBE, statement.this, sql)
     return Statement(QUERY, statement, sql)
+
+
+QUERY_STARTS = ("SELECT", "WITH", "VALUES", "(", "TABLE", "DESCRIBE", "DESC")
+
+
+def _refuse_unparsable(tokens: list[Token]) -> None:
+    """SQL that sqlglot cannot parse is a syntax error, unless it is plainly not a query (ATTACH, EXPORT, ...)
+    or calls a forbidden function: then say that, which is the more useful answer."""
+    from gateway import functions  # local: functions does not depend on parsing
+
+    first = tokens[0].text.upper()
+    if first not in QUERY_STARTS:
+        line, col = tokens[0].line, tokens[0].col
+        raise Forbidden(f"the statement {first} is not allowed: the gateway runs only queries (SELECT, WITH, "
+                        "UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)", line=line,
+                        column=col - len(tokens[0].text) + 1)
+    for token, following in zip(tokens, tokens[1:], strict=False):
+        name = token.text.lower()
+        if following.token_type == TokenType.L_PAREN and functions.denied(name):
+            raise Forbidden(f"function {name}() is not allowed: the gateway runs only functions on its allow-list, "
+                            "and never ones that reach files, URLs, other databases, settings or sequences",
+                            line=token.line, column=token.col - len(token.text) + 1)
 
 
 def parse_one(sql: str) -> exp.Expression:

@@ -14,6 +14,7 @@ geometric) arrives as its text form.
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -21,13 +22,14 @@ from typing import Any
 
 import psycopg
 import pyarrow as pa
+import pyarrow.csv as pacsv
 from psycopg import errors as pgerrors
 from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from connectors.postgres.connection import connect_kwargs
-from connectors.postgres.snapshot import convert, parse_csv
-from connectors.postgres.types import TYPE_QUERY, Codec, PgType, TypeCatalog, UnsupportedType, codec_for
+from connectors.postgres.types import (TYPE_QUERY, Codec, ConversionError, PgType, TypeCatalog, UnsupportedType,
+                                       codec_for)
 from connectors.query import (INTERNAL, INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED,
                               QueryCancelled, QueryError)
 
@@ -180,11 +182,11 @@ class PostgresResult:
 
     def _convert(self, buf: bytearray, codecs: dict[str, Codec]) -> Iterator[pa.RecordBatch]:
         try:
-            table = convert(parse_csv(buf, self._names), codecs, "the query result")
-        except (ValueError, pa.ArrowException) as exc:
+            text = parse_csv(buf, self._names)
+            arrays = [codecs[name].convert(text[name].combine_chunks()) for name in self._names]
+        except (ConversionError, ValueError, pa.ArrowException) as exc:
             raise QueryError(f"cannot convert a result value: {exc}", INVALID, engine="postgres") from exc
-        table = pa.Table.from_arrays(table.columns, schema=self.schema)
-        yield from table.to_batches()
+        yield from pa.Table.from_arrays(arrays, schema=self.schema).to_batches()
 
     def _finish(self, exc: BaseException | None) -> None:
         cm, self._copy_cm = self._copy_cm, None
@@ -210,6 +212,17 @@ class PostgresResult:
         if self._copy_cm is not None:  # stopped early: cancel the COPY and drain it
             self._finish(QueryCancelled(engine="postgres"))
         self._engine.release(conn)
+
+
+def parse_csv(data: bytes | bytearray, columns: list[str]) -> pa.Table:
+    """PostgreSQL CSV -> string columns; NULL (an unquoted empty field) stays apart from '' (a quoted one)."""
+    return pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(column_names=columns, block_size=8 * 2**20),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns}, null_values=[""],
+                                             strings_can_be_null=True, quoted_strings_can_be_null=False),
+    )
 
 
 _KINDS = {

@@ -1,0 +1,115 @@
+"""The guard against hostile queries (tests/gateway_fixtures/hostile.sql): every one is refused over real HTTP
+with its 4xx and a message that says why, and the gateway is healthy afterwards. The sandbox of each engine
+(layer 3) is also tested on its own, with the guard bypassed."""
+
+from __future__ import annotations
+
+import glob
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pytest
+
+from connectors.iceberg import catalog as lake_catalog
+from connectors.query import PERMISSION, QueryError
+from tests.gateway_fixtures.harness import FIXTURES, LiveServer, database, gateway_settings, live_server, read_lines
+
+HOSTILE = [(number, *line.split(" || ", 2)) for number, line in read_lines(FIXTURES / "hostile.sql")]
+
+
+@pytest.fixture(scope="module")
+def env(pg_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, psycopg.Connection]]:
+    lake_dir: Path = tmp_path_factory.mktemp("lake")
+    role = f"gw_reader_{uuid.uuid4().hex[:6]}"
+    with database(pg_server) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE secrets (id serial PRIMARY KEY, secret text)")
+        conn.execute("INSERT INTO secrets (secret) SELECT 'secret ' || g FROM generate_series(1, 10) g")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+        settings = gateway_settings(f"{dsn} user={role}", lake_dir, timeout="2s", max_result_bytes="2MiB")
+        catalog = lake_catalog.from_settings(settings.lake)
+        catalog.create_namespace("public")
+        facts = catalog.create_table("public.facts", pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+        facts.append(pa.table({"id": list(range(100)), "v": list(range(100))}))
+        try:
+            with live_server(settings) as live:
+                yield live, conn
+        finally:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_the_list_is_long_enough() -> None:
+    assert len(HOSTILE) >= 40
+    assert {int(status) for _, status, _, _ in HOSTILE} <= {400, 403, 404, 408, 413}
+
+
+@pytest.mark.parametrize("number,status,reason,sql", HOSTILE, ids=[f"line{n}" for n, *_ in HOSTILE])
+def test_hostile_query_is_refused(env: tuple[LiveServer, psycopg.Connection], number: int, status: str,
+                                  reason: str, sql: str) -> None:
+    live, _ = env
+    with live.client() as client:
+        response = client.post("/v1/query", json={"sql": sql})
+    assert response.status_code == int(status), f"line {number}: {sql!r} -> {response.status_code} {response.text}"
+    error = response.json()["error"]
+    assert reason.lower() in error["message"].lower(), f"line {number}: message {error['message']!r}"
+    assert "Traceback" not in response.text
+
+
+def test_gateway_is_healthy_afterwards(env: tuple[LiveServer, psycopg.Connection]) -> None:
+    live, conn = env
+    with live.client() as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        rows = client.post("/v1/query", json={"sql": "SELECT count(*) AS n FROM pg.public.secrets"}).json()["rows"]
+        assert rows == [{"n": 10}]
+        rows = client.post("/v1/query", json={"sql": "SELECT sum(v) AS s FROM lake.public.facts"}).json()["rows"]
+        assert rows == [{"s": 4950}]
+    assert live.gateway.metrics.in_flight == 0
+    assert conn.execute("SELECT count(*) FROM secrets").fetchone() == (10,)
+    assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (1,)
+    assert not glob.glob("/tmp/lakegate_pwned*")
+    sandbox = live.gateway.duckdb.db.cursor()
+    settings = dict(sandbox.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
+                                    "('enable_external_access', 'lock_configuration')").fetchall())
+    assert settings == {"enable_external_access": "false", "lock_configuration": "true"}
+
+
+def test_duckdb_sandbox_holds_without_the_guard(env: tuple[LiveServer, psycopg.Connection]) -> None:
+    duckdb = env[0].gateway.duckdb
+    for sql in ("SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_text('/etc/hostname')",
+                "COPY (SELECT 1) TO '/tmp/lakegate_pwned.csv'", "ATTACH '/tmp/lakegate_pwned.db' AS x",
+                "SELECT * FROM glob('/etc/*')"):
+        with pytest.raises(QueryError) as caught:
+            duckdb.run(sql).close()
+        assert caught.value.kind == PERMISSION, f"{sql}: {caught.value}"
+    for sql in ("SET enable_external_access = true", "SET allowed_directories = ['/']", "LOAD httpfs",
+                "INSTALL httpfs"):
+        with pytest.raises(QueryError):
+            duckdb.run(sql).close()
+    with pytest.raises(QueryError, match="read-only"):
+        duckdb.run("CREATE TABLE pg.public.pwned (x int)").close()
+    assert not glob.glob("/tmp/lakegate_pwned*")
+
+
+def test_postgres_sandbox_holds_without_the_guard(env: tuple[LiveServer, psycopg.Connection]) -> None:
+    engine = env[0].gateway.postgres["pg"]
+    with pytest.raises(QueryError) as caught:
+        engine.run("SELECT pg_read_file('/etc/passwd')", timeout=5).close()
+    assert caught.value.kind == PERMISSION  # a role without pg_read_server_files
+    for sql in ("CREATE TABLE pwned (x int)", "INSERT INTO secrets (secret) VALUES ('x')"):
+        with pytest.raises(QueryError, match="read-only transaction") as caught:
+            engine.fetch(sql)
+        assert caught.value.kind == PERMISSION
+    with pytest.raises(QueryError) as caught:
+        engine.fetch("SELECT nextval('secrets_id_seq')")
+    assert caught.value.kind == PERMISSION
+    result = engine.run("SELECT pg_sleep(10)", timeout=0.5)
+    try:
+        with pytest.raises(QueryError, match="statement timeout"):
+            list(result)  # statement_timeout is set in every transaction
+    finally:
+        result.close()
