@@ -50,16 +50,24 @@ class TableRef:
 
 
 class Catalog:
-    def __init__(self, lake_name: str, lake: Lake, postgres: Mapping[str, PostgresEngine],
-                 search_path: Sequence[str] = (), ttl: float = 5.0) -> None:
+    def __init__(
+        self,
+        lake_name: str,
+        lake: Lake,
+        postgres: Mapping[str, PostgresEngine],
+        search_path: Sequence[str] = (),
+        ttl: float = 5.0,
+    ) -> None:
         self.lake_name = lake_name
         self.lake = lake
         self.postgres = dict(postgres)
         self.search_path = list(search_path) or [lake_name, *self.postgres]
         unknown = [s for s in self.search_path if s != lake_name and s not in self.postgres]
         if unknown:
-            raise ValueError(f"[gateway] search_path names unknown source(s) {unknown}; "
-                             f"sources are {[lake_name, *self.postgres]}")
+            raise ValueError(
+                f"[gateway] search_path names unknown source(s) {unknown}; "
+                f"sources are {[lake_name, *self.postgres]}"
+            )
         self.ttl = ttl
         self._pg_cache: dict[str, tuple[float, dict[tuple[str, str], str]]] = {}
         self._lock = threading.Lock()
@@ -70,8 +78,13 @@ class Catalog:
 
     # ------------------------------------------------------------------------------------------- listings
 
-    def tables(self, source: str, *, refresh: bool = False,
-               lake_listing: Mapping[tuple[str, str], object] | None = None) -> dict[tuple[str, str], str]:
+    def tables(
+        self,
+        source: str,
+        *,
+        refresh: bool = False,
+        lake_listing: Mapping[tuple[str, str], object] | None = None,
+    ) -> dict[tuple[str, str], str]:
         """(schema, table) -> kind of every table of ``source`` (lake: state/changelog/plain is not known here,
         the value is ``"iceberg"``; PostgreSQL: relkind)."""
         if source == self.lake_name:
@@ -120,10 +133,17 @@ class Catalog:
                 return source
         close = difflib.get_close_matches(ident.name.lower(), [s.lower() for s in self.sources], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise NotFound(f"unknown source {ident.name!r} in {written}{hint} (sources: {', '.join(self.sources)})")
+        raise NotFound(
+            f"unknown source {ident.name!r} in {written}{hint} (sources: {', '.join(self.sources)})"
+        )
 
-    def _find(self, source: str, schema: exp.Identifier, name: exp.Identifier,
-              lake_listing: Mapping[tuple[str, str], object]) -> TableRef | None:
+    def _find(
+        self,
+        source: str,
+        schema: exp.Identifier,
+        name: exp.Identifier,
+        lake_listing: Mapping[tuple[str, str], object],
+    ) -> TableRef | None:
         key = (_fold(schema), _fold(name))
         kind = LAKE if source == self.lake_name else POSTGRES
         if key in self.tables(source, lake_listing=lake_listing):
@@ -142,10 +162,13 @@ class Catalog:
                         names.append(f"{source}.{schema}.{name}")
             except Unavailable:
                 continue
-        tails = {n: ".".join(n.split(".")[-len(idents):]).lower() for n in names}
+        tails = {n: ".".join(n.split(".")[-len(idents) :]).lower() for n in names}
         close = [n for n in names if tails[n] == wanted]  # same name, different case or source
-        close += [n for n in names if n not in close and
-                  difflib.SequenceMatcher(None, tails[n], wanted).ratio() >= 0.75]
+        close += [
+            n
+            for n in names
+            if n not in close and difflib.SequenceMatcher(None, tails[n], wanted).ratio() >= 0.75
+        ]
         if not close:
             return f" in any source (searched {', '.join(self.search_path)})"
         return f"; did you mean {', '.join(_pretty(n) for n in close[:3])}?"
@@ -156,4 +179,6 @@ def _fold(ident: exp.Identifier) -> str:
 
 
 def _pretty(full: str) -> str:
-    return ".".join(p if p == p.lower() and p.replace("_", "a").isalnum() else f'"{p}"' for p in full.split("."))
+    return ".".join(
+        p if p == p.lower() and p.replace("_", "a").isalnum() else f'"{p}"' for p in full.split(".")
+    )

@@ -27,8 +27,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 JSON, NDJSON, CSV, ARROW = "json", "ndjson", "csv", "arrow"
-MEDIA_TYPES = {JSON: "application/json", NDJSON: "application/x-ndjson", CSV: "text/csv; charset=utf-8",
-               ARROW: "application/vnd.apache.arrow.stream"}
+MEDIA_TYPES = {
+    JSON: "application/json",
+    NDJSON: "application/x-ndjson",
+    CSV: "text/csv; charset=utf-8",
+    ARROW: "application/vnd.apache.arrow.stream",
+}
 NUMERIC_TEXT = b"lakegate.numeric"
 _CONTROL = r"[\x00-\x1f]"
 
@@ -64,8 +68,10 @@ def _json_strings(values: pa.Array) -> pa.Array:
     if pa.types.is_large_string(values.type) or pa.types.is_string_view(values.type):
         values = values.cast(pa.string())
     if pc.any(pc.match_substring_regex(values, _CONTROL)).as_py():
-        return pa.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in values.to_pylist()],
-                        pa.string())
+        return pa.array(
+            [None if v is None else json.dumps(v, ensure_ascii=False) for v in values.to_pylist()],
+            pa.string(),
+        )
     escaped = pc.replace_substring(pc.replace_substring(values, "\\", "\\\\"), '"', '\\"')
     return _quoted(escaped)
 
@@ -115,8 +121,13 @@ def _python_json(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ",".join("null" if v is None else _python_json(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(str(k))}:{'null' if v is None else _python_json(v)}"
-                              for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ",".join(
+                f"{json.dumps(str(k))}:{'null' if v is None else _python_json(v)}" for k, v in value.items()
+            )
+            + "}"
+        )
     if isinstance(value, bool | int | str) or value is None:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float):
@@ -246,9 +257,16 @@ def _csv_column(values: pa.Array, field: pa.Field) -> pa.Array:
             return _plain_text(values, field)
     if pa.types.is_floating(t) and pc.any(pc.invert(pc.is_finite(values))).as_py():
         return pc.replace_substring(_json_floats(values), '"', "")
-    if (pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
-            or pa.types.is_fixed_size_binary(t) or isinstance(t, pa.BaseExtensionType)
-            or pa.types.is_duration(t) or pa.types.is_interval(t) or pa.types.is_time(t)):
+    if (
+        pa.types.is_nested(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or isinstance(t, pa.BaseExtensionType)
+        or pa.types.is_duration(t)
+        or pa.types.is_interval(t)
+        or pa.types.is_time(t)
+    ):
         return _plain_text(values, field)
     return values
 
@@ -257,8 +275,13 @@ def _plain_text(values: pa.Array, field: pa.Field) -> pa.Array:
     """Each value's JSON text with JSON strings unquoted; NULL stays NULL."""
     text = json_values(values, field).to_pylist()
     valid = pc.is_valid(values).to_pylist()
-    return pa.array([None if not ok else (json.loads(v) if v.startswith('"') else v)
-                     for v, ok in zip(text, valid, strict=True)], pa.string())
+    return pa.array(
+        [
+            None if not ok else (json.loads(v) if v.startswith('"') else v)
+            for v, ok in zip(text, valid, strict=True)
+        ],
+        pa.string(),
+    )
 
 
 class CsvEncoder(Encoder):

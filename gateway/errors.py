@@ -26,8 +26,9 @@ class GatewayError(Exception):
     status = 500
     code = "internal"
 
-    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
-                 code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, line: int | None = None, column: int | None = None, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
@@ -36,8 +37,12 @@ class GatewayError(Exception):
             self.code = code
 
     def body(self, request_id: str | None = None) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message, "line": self.line,
-                                 "column": self.column}
+        error: dict[str, Any] = {
+            "code": self.code,
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+        }
         if request_id:
             error["request_id"] = request_id
         return {"error": error}

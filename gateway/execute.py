@@ -17,10 +17,27 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from connectors.query import (INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED, QueryCancelled,
-                              QueryError, ResultStream)
-from gateway.errors import (ClientGone, Forbidden, GatewayError, NotFound, QueryFailed, QueryTimeout, TooLarge,
-                            Unavailable)
+from connectors.query import (
+    INVALID,
+    PERMISSION,
+    RESOURCES,
+    SYNTAX,
+    UNAVAILABLE,
+    UNDEFINED,
+    QueryCancelled,
+    QueryError,
+    ResultStream,
+)
+from gateway.errors import (
+    ClientGone,
+    Forbidden,
+    GatewayError,
+    NotFound,
+    QueryFailed,
+    QueryTimeout,
+    TooLarge,
+    Unavailable,
+)
 
 TIMEOUT, CLIENT, SHUTDOWN = "timeout", "client", "shutdown"
 
@@ -129,8 +146,10 @@ class Execution:
                     batch = batch.slice(0, room)
                 self.bytes += batch.nbytes
                 if self.bytes > self.limits.max_bytes:
-                    raise TooLarge(f"the result is larger than the gateway's cap of {self.limits.max_bytes} bytes "
-                                   f"(after {self.rows} rows); select fewer rows or columns")
+                    raise TooLarge(
+                        f"the result is larger than the gateway's cap of {self.limits.max_bytes} bytes "
+                        f"(after {self.rows} rows); select fewer rows or columns"
+                    )
                 self.rows += batch.num_rows
                 if batch.num_rows:
                     yield pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
@@ -161,8 +180,10 @@ class Execution:
                 return ClientGone("the client went away; the query was cancelled")
             if self.reason == SHUTDOWN:
                 return Unavailable("the gateway is shutting down; the query was cancelled")
-            return QueryTimeout(f"the query ran longer than its time limit of {self.limits.timeout:g} s and was "
-                                "cancelled; make it cheaper (filters, LIMIT) or ask for a longer timeout_ms")
+            return QueryTimeout(
+                f"the query ran longer than its time limit of {self.limits.timeout:g} s and was "
+                "cancelled; make it cheaper (filters, LIMIT) or ask for a longer timeout_ms"
+            )
         return engine_error(exc)
 
 

@@ -22,19 +22,71 @@ from gateway.errors import Forbidden, UnsupportedQuery
 from gateway.parse import position
 
 _QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
-_FORBIDDEN_NAMES = ("Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterColumn", "Copy",
-                    "Command", "Set", "SetItem", "Pragma", "Into", "Lock", "Transaction", "Commit", "Rollback",
-                    "Use", "Attach", "Detach", "Install", "Grant", "Revoke", "Analyze", "Refresh",
-                    "TruncateTable", "Cache", "Uncache", "LoadData", "Kill", "Export", "Comment", "Execute",
-                    "Declare", "Heredoc", "Summarize", "Show", "Describe")
+_FORBIDDEN_NAMES = (
+    "Insert",
+    "Update",
+    "Delete",
+    "Merge",
+    "Create",
+    "Drop",
+    "Alter",
+    "AlterColumn",
+    "Copy",
+    "Command",
+    "Set",
+    "SetItem",
+    "Pragma",
+    "Into",
+    "Lock",
+    "Transaction",
+    "Commit",
+    "Rollback",
+    "Use",
+    "Attach",
+    "Detach",
+    "Install",
+    "Grant",
+    "Revoke",
+    "Analyze",
+    "Refresh",
+    "TruncateTable",
+    "Cache",
+    "Uncache",
+    "LoadData",
+    "Kill",
+    "Export",
+    "Comment",
+    "Execute",
+    "Declare",
+    "Heredoc",
+    "Summarize",
+    "Show",
+    "Describe",
+)
 _FORBIDDEN = tuple(getattr(exp, name) for name in _FORBIDDEN_NAMES if hasattr(exp, name))
-_WHAT = {"Into": "SELECT ... INTO (it creates a table)", "Lock": "FOR UPDATE / FOR SHARE (row locks)",
-         "Command": "this command", "SetItem": "SET", "Set": "SET"}
+_WHAT = {
+    "Into": "SELECT ... INTO (it creates a table)",
+    "Lock": "FOR UPDATE / FOR SHARE (row locks)",
+    "Command": "this command",
+    "SetItem": "SET",
+    "Set": "SET",
+}
 #: sqlglot classes for table functions it knows by type.
-_TYPED_TABLE_FUNCTIONS = {exp.Unnest: "unnest", exp.ExplodingGenerateSeries: "generate_series",
-                          exp.GenerateSeries: "generate_series"}
-_DENIED_TYPED = {"ReadCSV", "ReadParquet", "ToFile", "NextValueFor", "CurrentUser", "CurrentSchema",
-                 "CurrentCatalog", "CurrentRole"}
+_TYPED_TABLE_FUNCTIONS = {
+    exp.Unnest: "unnest",
+    exp.ExplodingGenerateSeries: "generate_series",
+    exp.GenerateSeries: "generate_series",
+}
+_DENIED_TYPED = {
+    "ReadCSV",
+    "ReadParquet",
+    "ToFile",
+    "NextValueFor",
+    "CurrentUser",
+    "CurrentSchema",
+    "CurrentCatalog",
+    "CurrentRole",
+}
 
 
 class Guard:
@@ -48,39 +100,54 @@ class Guard:
         """Raise :class:`Forbidden` (or :class:`UnsupportedQuery`) unless ``ast`` is a read-only query."""
         check_shape(ast)
         for node in ast.walk():
-            if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
-                self._check_table_function(node.this)
-            elif isinstance(node, (exp.Lateral, exp.Unnest)) and isinstance(node.this, exp.Func):
+            if (
+                isinstance(node, exp.Table)
+                and isinstance(node.this, exp.Func)
+                or isinstance(node, (exp.Lateral, exp.Unnest))
+                and isinstance(node.this, exp.Func)
+            ):
                 self._check_table_function(node.this)
             if isinstance(node, exp.Func):
                 self._check_function(node)
             elif isinstance(node, (exp.Parameter, exp.Placeholder)):
-                raise _unsupported(node, "bind parameters ($1, ?, :name) are not supported; put the values into "
-                                         "the SQL text")
+                raise _unsupported(
+                    node, "bind parameters ($1, ?, :name) are not supported; put the values into the SQL text"
+                )
 
     def _check_function(self, node: exp.Func) -> None:
         name = function_name(node)
         if isinstance(node, exp.Anonymous):
             ok = functions.allowed(name, self.engine_functions, self.extra)
         else:  # a function sqlglot knows by type: standard SQL, unless denied
-            ok = type(node).__name__ not in _DENIED_TYPED and (not functions.denied(name) or name in self.extra)
+            ok = type(node).__name__ not in _DENIED_TYPED and (
+                not functions.denied(name) or name in self.extra
+            )
         if not ok:
-            raise _forbidden(node, f"function {name}() is not allowed: the gateway runs only functions on its "
-                                   "allow-list, and never ones that reach files, URLs, other databases, settings "
-                                   "or sequences")
+            raise _forbidden(
+                node,
+                f"function {name}() is not allowed: the gateway runs only functions on its "
+                "allow-list, and never ones that reach files, URLs, other databases, settings "
+                "or sequences",
+            )
 
     def _check_table_function(self, node: exp.Func) -> None:
         name = _TYPED_TABLE_FUNCTIONS.get(type(node)) or function_name(node)
         if name not in functions.TABLE_FUNCTIONS:
-            raise _forbidden(node, f"table function {name}() is not allowed in FROM: only row generators "
-                                   f"({', '.join(sorted(functions.TABLE_FUNCTIONS))}) are; read tables by "
-                                   "their names (source.schema.table)")
+            raise _forbidden(
+                node,
+                f"table function {name}() is not allowed in FROM: only row generators "
+                f"({', '.join(sorted(functions.TABLE_FUNCTIONS))}) are; read tables by "
+                "their names (source.schema.table)",
+            )
 
 
 def check_shape(ast: exp.Expression) -> None:
     if not isinstance(ast, _QUERY_TYPES):
-        raise _forbidden(ast, f"the statement {statement_name(ast)} is not allowed: the gateway runs only queries "
-                              "(SELECT, WITH, UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)")
+        raise _forbidden(
+            ast,
+            f"the statement {statement_name(ast)} is not allowed: the gateway runs only queries "
+            "(SELECT, WITH, UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)",
+        )
     for node in ast.walk():
         if isinstance(node, _FORBIDDEN):
             what = _WHAT.get(type(node).__name__, statement_name(node))

@@ -47,15 +47,20 @@ T = TypeVar("T")
 MAX_SQL_BYTES = 1 << 20
 PREFETCH_BYTES = 4 << 20
 POLL_SECONDS = 0.1
-ACCEPT = {"application/x-ndjson": encoders.NDJSON, "application/ndjson": encoders.NDJSON,
-          "text/csv": encoders.CSV, "application/vnd.apache.arrow.stream": encoders.ARROW,
-          "application/json": encoders.JSON}
+ACCEPT = {
+    "application/x-ndjson": encoders.NDJSON,
+    "application/ndjson": encoders.NDJSON,
+    "text/csv": encoders.CSV,
+    "application/vnd.apache.arrow.stream": encoders.ARROW,
+    "application/json": encoders.JSON,
+}
 
 
 class QueryRequest(BaseModel):
     sql: str = Field(description="One SQL statement (PostgreSQL dialect).")
     format: Literal["json", "ndjson", "csv", "arrow"] | None = Field(
-        default=None, description="Result format; default from the Accept header, else json.")
+        default=None, description="Result format; default from the Accept header, else json."
+    )
     max_rows: int | None = Field(default=None, description="Row cap (at most the server's max_rows).")
     timeout_ms: float | None = Field(default=None, description="Time limit (at most the server's timeout).")
 
@@ -76,8 +81,10 @@ class Admission:
         metrics = self.gateway.metrics
         if self.semaphore.locked() and metrics.waiting >= self.max_queue:
             metrics.rejected += 1
-            raise Unavailable(f"the gateway is busy ({metrics.in_flight} queries running, {metrics.waiting} "
-                              "waiting); retry in a moment")
+            raise Unavailable(
+                f"the gateway is busy ({metrics.in_flight} queries running, {metrics.waiting} "
+                "waiting); retry in a moment"
+            )
         metrics.waiting += 1
         try:
             await asyncio.wait_for(self.semaphore.acquire(), timeout)
@@ -117,8 +124,10 @@ def authorize(request: Request) -> None:
         return
     token = _token(request)
     if token is None:
-        raise Unauthorized("this gateway needs a token: send 'Authorization: Bearer <token>', or HTTP Basic auth "
-                           "with the token as password")
+        raise Unauthorized(
+            "this gateway needs a token: send 'Authorization: Bearer <token>', or HTTP Basic auth "
+            "with the token as password"
+        )
     if not any(hmac.compare_digest(token.encode(), t.encode()) for t in tokens):
         raise Unauthorized("the token is not valid")
 
@@ -185,8 +194,12 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
             await runner.call(gateway.close)
             pool.shutdown(wait=False, cancel_futures=True)
 
-    app = FastAPI(title="lakegate gateway", version="0.1.0", lifespan=lifespan,
-                  description="Federated SQL over the Iceberg lake and live PostgreSQL. See README 'Gateway'.")
+    app = FastAPI(
+        title="lakegate gateway",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Federated SQL over the Iceberg lake and live PostgreSQL. See README 'Gateway'.",
+    )
     app.state.gateway = gateway
     _install_handlers(app)
     auth = [Depends(authorize)]
@@ -195,8 +208,12 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.post("/v1/query", tags=["query"], dependencies=auth,
-              responses={200: {"content": {m: {} for m in encoders.MEDIA_TYPES.values()}}})
+    @app.post(
+        "/v1/query",
+        tags=["query"],
+        dependencies=auth,
+        responses={200: {"content": {m: {} for m in encoders.MEDIA_TYPES.values()}}},
+    )
     async def query(body: QueryRequest, request: Request) -> Response:
         if len(body.sql.encode()) > MAX_SQL_BYTES:
             raise TooLarge(f"the SQL text is longer than {MAX_SQL_BYTES} bytes")
@@ -233,10 +250,12 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     return app
 
 
-async def _run_query(request: Request, gateway: Gateway, runner: Runner, admission: Admission,
-                     body: QueryRequest, fmt: str) -> Response:
-    execution = await runner.call(lambda: gateway.prepare(body.sql, max_rows=body.max_rows,
-                                                          timeout_ms=body.timeout_ms))
+async def _run_query(
+    request: Request, gateway: Gateway, runner: Runner, admission: Admission, body: QueryRequest, fmt: str
+) -> Response:
+    execution = await runner.call(
+        lambda: gateway.prepare(body.sql, max_rows=body.max_rows, timeout_ms=body.timeout_ms)
+    )
     request.state.route = execution.route
     try:
         await runner.watched(request, execution, execution.start)
@@ -257,15 +276,28 @@ async def _run_query(request: Request, gateway: Gateway, runner: Runner, admissi
     encoder = encoders.encoder(fmt)
     headers = {"X-Lakegate-Route": execution.route, "X-Lakegate-Max-Rows": str(execution.limits.max_rows)}
     if complete:
-        headers.update({"X-Lakegate-Truncated": str(execution.truncated).lower(),
-                        "X-Lakegate-Rows": str(execution.rows), "X-Lakegate-Elapsed-Ms": str(execution.elapsed_ms)})
+        headers.update(
+            {
+                "X-Lakegate-Truncated": str(execution.truncated).lower(),
+                "X-Lakegate-Rows": str(execution.rows),
+                "X-Lakegate-Elapsed-Ms": str(execution.elapsed_ms),
+            }
+        )
     stream = _stream(gateway, runner, admission, execution, encoder, fmt, buffered, batches, complete)
     return StreamingResponse(stream, media_type=encoder.media_type, headers=headers)
 
 
-async def _stream(gateway: Gateway, runner: Runner, admission: Admission, execution: Execution,
-                  encoder: encoders.Encoder, fmt: str, buffered: list[pa.RecordBatch],
-                  batches: Iterator[pa.RecordBatch], complete: bool) -> AsyncIterator[bytes]:
+async def _stream(
+    gateway: Gateway,
+    runner: Runner,
+    admission: Admission,
+    execution: Execution,
+    encoder: encoders.Encoder,
+    fmt: str,
+    buffered: list[pa.RecordBatch],
+    batches: Iterator[pa.RecordBatch],
+    complete: bool,
+) -> AsyncIterator[bytes]:
     error: BaseException | None = None
     try:
         yield encoder.header(execution.schema)
@@ -299,8 +331,17 @@ def _meta(execution: Execution) -> dict[str, Any]:
 
 
 def _observe(gateway: Gateway, execution: Execution, error: BaseException | None) -> None:
-    code = "ok" if error is None else (error.code if isinstance(error, GatewayError) else "client_closed"
-                                       if isinstance(error, asyncio.CancelledError) else "internal")
+    code = (
+        "ok"
+        if error is None
+        else (
+            error.code
+            if isinstance(error, GatewayError)
+            else "client_closed"
+            if isinstance(error, asyncio.CancelledError)
+            else "internal"
+        )
+    )
     gateway.metrics.observe(execution.route, code, execution.elapsed_ms / 1000, execution.rows)
 
 
@@ -346,14 +387,19 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
-                             for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
+            for e in exc.errors()
+        )
         return render(request, BadRequest(f"invalid request: {problems}"))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        error = NotFound(f"no such endpoint: {request.method} {request.url.path}") if exc.status_code == 404 else \
-            GatewayError(str(exc.detail), code="http_error")
+        error = (
+            NotFound(f"no such endpoint: {request.method} {request.url.path}")
+            if exc.status_code == 404
+            else GatewayError(str(exc.detail), code="http_error")
+        )
         error.status = exc.status_code
         return render(request, error)
 
@@ -361,7 +407,9 @@ def _install_handlers(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         rid = getattr(request.state, "request_id", "-")
         log.exception("request %s failed with an unexpected error", rid)
-        return render(request, GatewayError(f"internal error; the server log has the details under request id {rid}"))
+        return render(
+            request, GatewayError(f"internal error; the server log has the details under request id {rid}")
+        )
 
 
 # ---------------------------------------------------------------------------------------------- serving
@@ -378,9 +426,11 @@ def is_loopback(host: str) -> bool:
 
 def check_bind(cfg: GatewaySettings) -> None:
     if not cfg.tokens and not is_loopback(cfg.host):
-        raise SettingsError(f"gateway.host = {cfg.host!r} is not a loopback address and no token is configured: "
-                            "anyone who can reach the port could query every source. Set [gateway] tokens (or "
-                            "LAKEGATE_GATEWAY__TOKENS), or bind to 127.0.0.1")
+        raise SettingsError(
+            f"gateway.host = {cfg.host!r} is not a loopback address and no token is configured: "
+            "anyone who can reach the port could query every source. Set [gateway] tokens (or "
+            "LAKEGATE_GATEWAY__TOKENS), or bind to 127.0.0.1"
+        )
 
 
 class _Server(uvicorn.Server):
@@ -402,6 +452,11 @@ def serve(settings: Settings) -> None:
     check_bind(settings.gateway)
     gateway = Gateway(settings)
     app = create_app(gateway, own_gateway=True)
-    config = uvicorn.Config(app, host=settings.gateway.host, port=settings.gateway.port, log_level="info",
-                            timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app,
+        host=settings.gateway.host,
+        port=settings.gateway.port,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )
     _Server(config).run()

@@ -99,8 +99,9 @@ class Lake:
         try:
             catalog = self.catalog
             if isinstance(catalog, SqlCatalog):
-                stmt = select(IcebergTables.table_namespace, IcebergTables.table_name,
-                              IcebergTables.metadata_location).where(IcebergTables.catalog_name == catalog.name)
+                stmt = select(
+                    IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
+                ).where(IcebergTables.catalog_name == catalog.name)
                 with Session(catalog.engine) as session:
                     return {(ns, name): loc for ns, name, loc in session.execute(stmt) if "." not in ns}
             out: dict[tuple[str, str], str | None] = {}
@@ -180,14 +181,20 @@ def pick_snapshot(entry: LakeEntry, travel: TimeTravel | None) -> Snapshot | Non
     if travel.snapshot_id is not None:
         snap = history.snapshot_by_id(travel.snapshot_id)
         if snap is None:
-            where = " (the versions of a state table are its change log's snapshots)" if entry.changelog else ""
-            raise NotFound(f"{full} has no snapshot {travel.snapshot_id}{where}; GET /v1/schema lists the "
-                           "recent snapshots of every lake table")
+            where = (
+                " (the versions of a state table are its change log's snapshots)" if entry.changelog else ""
+            )
+            raise NotFound(
+                f"{full} has no snapshot {travel.snapshot_id}{where}; GET /v1/schema lists the "
+                "recent snapshots of every lake table"
+            )
         return snap
     snap = history.snapshot_as_of_timestamp(int(travel.timestamp_ms or 0))
     if snap is None:
-        raise BadRequest(f"{full} has no snapshot at or before {travel.label()}; its oldest kept snapshot is from "
-                         f"{_oldest(history)}")
+        raise BadRequest(
+            f"{full} has no snapshot at or before {travel.label()}; its oldest kept snapshot is from "
+            f"{_oldest(history)}"
+        )
     return snap
 
 
@@ -224,8 +231,13 @@ def _state_snapshot(state: Table, position: Position | None, travelling: bool) -
     return None
 
 
-def state_view_sql(entry: LakeEntry, state_snap: Snapshot | None, stamp: Position, log_snap: Snapshot | None,
-                   travelling: bool) -> str:
+def state_view_sql(
+    entry: LakeEntry,
+    state_snap: Snapshot | None,
+    stamp: Position,
+    log_snap: Snapshot | None,
+    travelling: bool,
+) -> str:
     assert entry.changelog is not None
     columns = ", ".join(quote(c) for c in entry.columns)
     partition = ", ".join(quote(k) for k in entry.key)
@@ -233,13 +245,17 @@ def state_view_sql(entry: LakeEntry, state_snap: Snapshot | None, stamp: Positio
     if log_snap is None:
         tail = f"SELECT * FROM {scan(entry.changelog, None)} WHERE false"
     else:
-        tail = (f"SELECT * FROM {scan(entry.changelog, log_snap if travelling else None)} "
-                f"WHERE _lsn >= {max(stamp.lsn, 0)} AND (_lsn > {stamp.lsn} OR _seq > {stamp.seq})")
+        tail = (
+            f"SELECT * FROM {scan(entry.changelog, log_snap if travelling else None)} "
+            f"WHERE _lsn >= {max(stamp.lsn, 0)} AND (_lsn > {stamp.lsn} OR _seq > {stamp.seq})"
+        )
     if state_snap is None:
         state = f"SELECT {columns} FROM __tail AS s WHERE false"
     else:
-        state = (f"SELECT {columns} FROM {scan(entry.table, state_snap if travelling else None)} AS s "
-                 f"WHERE NOT EXISTS (SELECT 1 FROM __cut) AND NOT EXISTS (SELECT 1 FROM __live AS l WHERE {same_key})")
+        state = (
+            f"SELECT {columns} FROM {scan(entry.table, state_snap if travelling else None)} AS s "
+            f"WHERE NOT EXISTS (SELECT 1 FROM __cut) AND NOT EXISTS (SELECT 1 FROM __live AS l WHERE {same_key})"
+        )
     return (
         f"WITH __tail AS ({tail}), "
         "__cut AS (SELECT _lsn AS cut_lsn, _seq AS cut_seq FROM __tail WHERE _op = 't' "

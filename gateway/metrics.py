@@ -16,8 +16,10 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 
 
 def _labels(**labels: Any) -> str:
-    inner = ",".join(f'{k}="{str(v).replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-                     for k, v in labels.items())
+    inner = ",".join(
+        f'{k}="{str(v).replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
+        for k, v in labels.items()
+    )
     return "{" + inner + "}" if inner else ""
 
 
@@ -48,25 +50,38 @@ class Metrics:
         with self._lock:
             for (route, code), count in sorted(self.queries.items()):
                 lines.append(f"lakegate_queries_total{_labels(route=route, code=code)} {count}")
-            lines += ["# HELP lakegate_result_rows_total Rows returned, by route.",
-                      "# TYPE lakegate_result_rows_total counter"]
-            lines += [f"lakegate_result_rows_total{_labels(route=r)} {n}" for r, n in sorted(self.rows.items())]
-            lines += ["# HELP lakegate_query_duration_seconds Query time from start to last row, by route.",
-                      "# TYPE lakegate_query_duration_seconds histogram"]
+            lines += [
+                "# HELP lakegate_result_rows_total Rows returned, by route.",
+                "# TYPE lakegate_result_rows_total counter",
+            ]
+            lines += [
+                f"lakegate_result_rows_total{_labels(route=r)} {n}" for r, n in sorted(self.rows.items())
+            ]
+            lines += [
+                "# HELP lakegate_query_duration_seconds Query time from start to last row, by route.",
+                "# TYPE lakegate_query_duration_seconds histogram",
+            ]
             for route, counts in sorted(self.buckets.items()):
                 total = 0
                 for bound, count in zip((*BUCKETS, "+Inf"), counts, strict=True):
                     total += count
-                    lines.append(f"lakegate_query_duration_seconds_bucket{_labels(route=route, le=bound)} {total}")
-                lines.append(f"lakegate_query_duration_seconds_sum{_labels(route=route)} {self.sums[route]:.6f}")
+                    lines.append(
+                        f"lakegate_query_duration_seconds_bucket{_labels(route=route, le=bound)} {total}"
+                    )
+                lines.append(
+                    f"lakegate_query_duration_seconds_sum{_labels(route=route)} {self.sums[route]:.6f}"
+                )
                 lines.append(f"lakegate_query_duration_seconds_count{_labels(route=route)} {total}")
             lines += [
-                "# HELP lakegate_queries_in_flight Queries running now.", "# TYPE lakegate_queries_in_flight gauge",
+                "# HELP lakegate_queries_in_flight Queries running now.",
+                "# TYPE lakegate_queries_in_flight gauge",
                 f"lakegate_queries_in_flight {self.in_flight}",
-                "# HELP lakegate_queries_waiting Queries waiting for a worker.", "# TYPE lakegate_queries_waiting gauge",
+                "# HELP lakegate_queries_waiting Queries waiting for a worker.",
+                "# TYPE lakegate_queries_waiting gauge",
                 f"lakegate_queries_waiting {self.waiting}",
                 "# HELP lakegate_queries_rejected_total Queries refused with 503 because every worker was busy.",
-                "# TYPE lakegate_queries_rejected_total counter", f"lakegate_queries_rejected_total {self.rejected}",
+                "# TYPE lakegate_queries_rejected_total counter",
+                f"lakegate_queries_rejected_total {self.rejected}",
             ]
         if status is not None:
             lines += table_gauges(status)
@@ -97,8 +112,10 @@ def table_gauges(status: dict[str, Any]) -> list[str]:
             elif key == "last_commit":
                 value = datetime.datetime.fromisoformat(value).timestamp()
             lines.append(f"{name}{_labels(table=table['table'])} {value}")
-    for name, key, help_text in (("lakegate_table_files", "files", "Data files, by part (state, changelog)."),
-                                 ("lakegate_table_rows", "rows", "Rows stored, by part (state, changelog).")):
+    for name, key, help_text in (
+        ("lakegate_table_files", "files", "Data files, by part (state, changelog)."),
+        ("lakegate_table_rows", "rows", "Rows stored, by part (state, changelog)."),
+    ):
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
         for table in status.get("tables", []):
             for part, value in (table.get(key) or {}).items():

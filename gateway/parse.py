@@ -78,15 +78,21 @@ def _refuse_unparsable(tokens: list[Token]) -> None:
     first = tokens[0].text.upper()
     if first not in QUERY_STARTS:
         line, col = tokens[0].line, tokens[0].col
-        raise Forbidden(f"the statement {first} is not allowed: the gateway runs only queries (SELECT, WITH, "
-                        "UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)", line=line,
-                        column=col - len(tokens[0].text) + 1)
+        raise Forbidden(
+            f"the statement {first} is not allowed: the gateway runs only queries (SELECT, WITH, "
+            "UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)",
+            line=line,
+            column=col - len(tokens[0].text) + 1,
+        )
     for token, following in zip(tokens, tokens[1:], strict=False):
         name = token.text.lower()
         if following.token_type == TokenType.L_PAREN and functions.denied(name):
-            raise Forbidden(f"function {name}() is not allowed: the gateway runs only functions on its allow-list, "
-                            "and never ones that reach files, URLs, other databases, settings or sequences",
-                            line=token.line, column=token.col - len(token.text) + 1)
+            raise Forbidden(
+                f"function {name}() is not allowed: the gateway runs only functions on its allow-list, "
+                "and never ones that reach files, URLs, other databases, settings or sequences",
+                line=token.line,
+                column=token.col - len(token.text) + 1,
+            )
 
 
 def parse_one(sql: str) -> exp.Expression:
@@ -99,8 +105,10 @@ def parse_one(sql: str) -> exp.Expression:
     if not statements:
         raise SqlSyntaxError("the query is empty")
     if len(statements) > 1:
-        raise Forbidden(f"only one statement per request is allowed; this request holds {len(statements)} "
-                        "(separated by ';')")
+        raise Forbidden(
+            f"only one statement per request is allowed; this request holds {len(statements)} "
+            "(separated by ';')"
+        )
     return statements[0]
 
 
@@ -112,16 +120,19 @@ def _syntax_error(exc: ParseError) -> SqlSyntaxError:
     near = first.get("highlight") or ""
     description = first.get("description") or "syntax error"
     where = f" at line {line}, column {col}" if line else ""
-    return SqlSyntaxError(f"syntax error{where}: {description}" + (f" (near {near!r})" if near else ""),
-                          line=line, column=col)
+    return SqlSyntaxError(
+        f"syntax error{where}: {description}" + (f" (near {near!r})" if near else ""), line=line, column=col
+    )
 
 
 def _explain(sql: str, tokens: list[Token]) -> Statement:
     rest = tokens[1].text if len(tokens) > 1 else ""
     words = rest.split(None, 1)
     if words and words[0].upper() in ("ANALYZE", "ANALYSE", "VERBOSE", "(") or rest.startswith("("):
-        raise UnsupportedQuery("EXPLAIN takes no options here; it shows the route and each engine's SQL "
-                               "(POST /v1/explain gives the same as JSON)")
+        raise UnsupportedQuery(
+            "EXPLAIN takes no options here; it shows the route and each engine's SQL "
+            "(POST /v1/explain gives the same as JSON)"
+        )
     if not rest.strip():
         raise SqlSyntaxError("EXPLAIN needs a query to explain")
     return Statement(EXPLAIN, parse_one(rest), sql)
@@ -131,14 +142,17 @@ def _show(sql: str, tokens: list[Token]) -> Statement:
     rest = tokens[1].text.split() if len(tokens) > 1 else []
     what = rest[0].lower() if rest else ""
     if what not in SHOW_WHAT:
-        raise UnsupportedQuery(f"SHOW {what or '?'} is not supported; use SHOW TABLES [FROM source[.schema]], "
-                               "SHOW SCHEMAS or SHOW SOURCES")
+        raise UnsupportedQuery(
+            f"SHOW {what or '?'} is not supported; use SHOW TABLES [FROM source[.schema]], "
+            "SHOW SCHEMAS or SHOW SOURCES"
+        )
     where: list[str] = []
     if len(rest) >= 3 and rest[1].upper() in ("FROM", "IN"):
         where = [part.strip('"') for part in rest[2].split(".")]
     elif len(rest) > 1:
-        raise SqlSyntaxError(f"cannot read SHOW {what.upper()} {' '.join(rest[1:])}; "
-                             "write SHOW TABLES FROM source[.schema]")
+        raise SqlSyntaxError(
+            f"cannot read SHOW {what.upper()} {' '.join(rest[1:])}; write SHOW TABLES FROM source[.schema]"
+        )
     return Statement(SHOW, None, sql, show=what, show_in=where)
 
 

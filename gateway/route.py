@@ -47,8 +47,13 @@ class Plan:
 
     def explain(self) -> dict[str, Any]:
         engine = {"engine": self.route, "source": self.source, "sql": self.sql}
-        return {"route": self.route, "source": self.source, "tables": self.tables, "engines": [engine],
-                "views": self.views}
+        return {
+            "route": self.route,
+            "source": self.source,
+            "tables": self.tables,
+            "engines": [engine],
+            "views": self.views,
+        }
 
 
 class Router:
@@ -78,8 +83,13 @@ class Router:
 
     # ------------------------------------------------------------------------------------------ postgres
 
-    def _postgres(self, ast: exp.Expression, resolved: list[tuple[exp.Table, TableRef]], names: list[str],
-                  max_rows: int | None) -> Plan:
+    def _postgres(
+        self,
+        ast: exp.Expression,
+        resolved: list[tuple[exp.Table, TableRef]],
+        names: list[str],
+        max_rows: int | None,
+    ) -> Plan:
         for table, ref in resolved:
             if table.args.get("version"):
                 raise _bad(table, f"time travel is only for lake tables; {ref} is a live PostgreSQL table")
@@ -93,8 +103,14 @@ class Router:
 
     # -------------------------------------------------------------------------------------------- duckdb
 
-    def _duckdb(self, ast: exp.Expression, resolved: list[tuple[exp.Table, TableRef]], names: list[str],
-                listing: dict[tuple[str, str], str | None], max_rows: int | None) -> Plan:
+    def _duckdb(
+        self,
+        ast: exp.Expression,
+        resolved: list[tuple[exp.Table, TableRef]],
+        names: list[str],
+        listing: dict[tuple[str, str], str | None],
+        max_rows: int | None,
+    ) -> Plan:
         views: dict[str, str] = {}
         for table, ref in resolved:
             if ref.kind == LAKE:
@@ -111,7 +127,9 @@ class Router:
                     table.set("alias", exp.TableAlias(this=_ident(ref.name)))
             else:
                 if table.args.get("version"):
-                    raise _bad(table, f"time travel is only for lake tables; {ref} is a live PostgreSQL table")
+                    raise _bad(
+                        table, f"time travel is only for lake tables; {ref} is a live PostgreSQL table"
+                    )
                 table.set("catalog", _ident(ref.source))
                 table.set("db", _ident(ref.schema))
                 table.set("this", _ident(ref.name))
@@ -131,8 +149,9 @@ class Router:
         kind = str(version.args.get("kind") or "").upper()
         what = str(version.this).upper()
         if kind != "AS OF" or version.args.get("expression") is None:
-            raise _unsupported(table, "time travel takes FOR VERSION AS OF <snapshot id> or "
-                                      "FOR TIMESTAMP AS OF <time>")
+            raise _unsupported(
+                table, "time travel takes FOR VERSION AS OF <snapshot id> or FOR TIMESTAMP AS OF <time>"
+            )
         expr = version.args["expression"].sql(dialect="duckdb")
         if what == "VERSION":
             value = self.evaluate(f"SELECT CAST({expr} AS BIGINT)")
@@ -149,9 +168,14 @@ class Router:
 
 def _with_views(ast: exp.Expression, views: dict[str, str]) -> exp.Expression:
     """Prepend the lake views as non-materialized CTEs to the statement's WITH clause."""
-    ctes = [exp.CTE(this=sqlglot.parse_one(sql, read="duckdb"),
-                    alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)), materialized=False)
-            for name, sql in views.items()]
+    ctes = [
+        exp.CTE(
+            this=sqlglot.parse_one(sql, read="duckdb"),
+            alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)),
+            materialized=False,
+        )
+        for name, sql in views.items()
+    ]
     if isinstance(ast, exp.Values):
         ast = exp.select("*").from_(ast.subquery("_values"))
     existing = ast.args.get("with_")
@@ -229,7 +253,11 @@ def _view_name(ref: TableRef, travel: TimeTravel | None) -> str:
     name = str(ref)
     if travel is None:
         return name
-    return f"{name}@{travel.snapshot_id}" if travel.snapshot_id is not None else f"{name}@{travel.timestamp_ms}ms"
+    return (
+        f"{name}@{travel.snapshot_id}"
+        if travel.snapshot_id is not None
+        else f"{name}@{travel.timestamp_ms}ms"
+    )
 
 
 def _ident(name: str) -> exp.Identifier:

@@ -28,7 +28,13 @@ WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 
   AND (%s::text IS NULL OR (n.nspname = %s AND c.relname = %s))
 ORDER BY 1, 2, a.attnum
 """
-RELKINDS = {"r": "table", "p": "partitioned table", "v": "view", "m": "materialized view", "f": "foreign table"}
+RELKINDS = {
+    "r": "table",
+    "p": "partitioned table",
+    "v": "view",
+    "m": "materialized view",
+    "f": "foreign table",
+}
 SNAPSHOTS_SHOWN = 20
 
 
@@ -39,22 +45,36 @@ def _iso(ms: int) -> str:
 def lake_tables(gw: Gateway) -> list[dict[str, Any]]:
     listing = gw.lake.listing()
     out = []
-    for (namespace, name) in sorted(listing):
+    for namespace, name in sorted(listing):
         entry = gw.lake.entry(namespace, name, listing)
         history = entry.history
-        snapshots = [{"snapshot_id": s.snapshot_id, "committed_at": _iso(s.timestamp_ms),
-                      "lsn": (s.summary.additional_properties.get(PROP_LSN) if s.summary else None)}
-                     for s in history.snapshots()[-SNAPSHOTS_SHOWN:]]
-        out.append({
-            "schema": namespace, "name": name, "kind": entry.kind, "key": list(entry.key),
-            "columns": [{"name": f.name, "type": str(f.field_type), "nullable": not f.required}
-                        for f in entry.table.schema().fields],
-            "snapshots": snapshots,
-        })
+        snapshots = [
+            {
+                "snapshot_id": s.snapshot_id,
+                "committed_at": _iso(s.timestamp_ms),
+                "lsn": (s.summary.additional_properties.get(PROP_LSN) if s.summary else None),
+            }
+            for s in history.snapshots()[-SNAPSHOTS_SHOWN:]
+        ]
+        out.append(
+            {
+                "schema": namespace,
+                "name": name,
+                "kind": entry.kind,
+                "key": list(entry.key),
+                "columns": [
+                    {"name": f.name, "type": str(f.field_type), "nullable": not f.required}
+                    for f in entry.table.schema().fields
+                ],
+                "snapshots": snapshots,
+            }
+        )
     return out
 
 
-def pg_tables(gw: Gateway, source: str, schema: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+def pg_tables(
+    gw: Gateway, source: str, schema: str | None = None, name: str | None = None
+) -> list[dict[str, Any]]:
     try:
         rows = gw.postgres[source].fetch(PG_COLUMNS, (schema, schema, name))
     except QueryError as exc:
@@ -62,9 +82,15 @@ def pg_tables(gw: Gateway, source: str, schema: str | None = None, name: str | N
     kinds = gw.catalog.tables(source)
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for nsp, rel, column, typ, nullable in rows:
-        table = tables.setdefault((nsp, rel), {"schema": nsp, "name": rel,
-                                               "kind": RELKINDS.get(kinds.get((nsp, rel), "r"), "table"),
-                                               "columns": []})
+        table = tables.setdefault(
+            (nsp, rel),
+            {
+                "schema": nsp,
+                "name": rel,
+                "kind": RELKINDS.get(kinds.get((nsp, rel), "r"), "table"),
+                "columns": [],
+            },
+        )
         table["columns"].append({"name": column, "type": typ, "nullable": nullable})
     return list(tables.values())
 
@@ -81,8 +107,9 @@ def schema_listing(gw: Gateway) -> dict[str, Any]:
 
 def show(catalog: Catalog, what: str, where: list[str]) -> pa.Table:
     if what == "sources":
-        return pa.table({"source": catalog.sources,
-                         "kind": [LAKE] + ["postgres"] * (len(catalog.sources) - 1)})
+        return pa.table(
+            {"source": catalog.sources, "kind": [LAKE] + ["postgres"] * (len(catalog.sources) - 1)}
+        )
     sources = catalog.sources
     if where:
         if where[0] not in sources:
@@ -99,9 +126,17 @@ def show(catalog: Catalog, what: str, where: list[str]) -> pa.Table:
     if what == "schemas":
         pairs = sorted({(r[0], r[1]) for r in rows})
         return pa.table({"source": [p[0] for p in pairs], "schema": [p[1] for p in pairs]})
-    return pa.table({"source": [r[0] for r in rows], "schema": [r[1] for r in rows], "table": [r[2] for r in rows],
-                     "kind": [r[3] for r in rows]}, schema=pa.schema([("source", pa.string()), ("schema", pa.string()),
-                                                                      ("table", pa.string()), ("kind", pa.string())]))
+    return pa.table(
+        {
+            "source": [r[0] for r in rows],
+            "schema": [r[1] for r in rows],
+            "table": [r[2] for r in rows],
+            "kind": [r[3] for r in rows],
+        },
+        schema=pa.schema(
+            [("source", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("kind", pa.string())]
+        ),
+    )
 
 
 def describe_table(gw: Gateway, node: exp.Expression) -> pa.Table:
@@ -110,12 +145,23 @@ def describe_table(gw: Gateway, node: exp.Expression) -> pa.Table:
     ref = gw.catalog.resolve(node, gw.lake.listing())
     if ref.kind == LAKE:
         entry = gw.lake.entry(ref.schema, ref.name, gw.lake.listing())
-        columns = [(f.name, str(f.field_type), not f.required, f.name in entry.key)
-                   for f in entry.table.schema().fields]
+        columns = [
+            (f.name, str(f.field_type), not f.required, f.name in entry.key)
+            for f in entry.table.schema().fields
+        ]
     else:
         found = pg_tables(gw, ref.source, ref.schema, ref.name)
-        columns = [(c["name"], c["type"], c["nullable"], False) for c in (found[0]["columns"] if found else [])]
-    return pa.table({"column": [c[0] for c in columns], "type": [c[1] for c in columns],
-                     "nullable": [c[2] for c in columns], "key": [c[3] for c in columns]},
-                    schema=pa.schema([("column", pa.string()), ("type", pa.string()), ("nullable", pa.bool_()),
-                                      ("key", pa.bool_())]))
+        columns = [
+            (c["name"], c["type"], c["nullable"], False) for c in (found[0]["columns"] if found else [])
+        ]
+    return pa.table(
+        {
+            "column": [c[0] for c in columns],
+            "type": [c[1] for c in columns],
+            "nullable": [c[2] for c in columns],
+            "key": [c[3] for c in columns],
+        },
+        schema=pa.schema(
+            [("column", pa.string()), ("type", pa.string()), ("nullable", pa.bool_()), ("key", pa.bool_())]
+        ),
+    )

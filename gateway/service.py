@@ -66,10 +66,18 @@ class Gateway:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         cfg = settings.gateway
-        self.postgres = {s.name: PostgresEngine(s.name, s.dsn, pool_size=cfg.workers + 2) for s in settings.sources}
-        self.duckdb = DuckDBEngine(DuckDBConfig(
-            warehouse=settings.lake.warehouse, postgres={s.name: s.dsn for s in settings.sources},
-            threads=cfg.duckdb_threads, memory_limit=cfg.duckdb_memory_limit, pg_timeout_ms=int(cfg.timeout * 1000)))
+        self.postgres = {
+            s.name: PostgresEngine(s.name, s.dsn, pool_size=cfg.workers + 2) for s in settings.sources
+        }
+        self.duckdb = DuckDBEngine(
+            DuckDBConfig(
+                warehouse=settings.lake.warehouse,
+                postgres={s.name: s.dsn for s in settings.sources},
+                threads=cfg.duckdb_threads,
+                memory_limit=cfg.duckdb_memory_limit,
+                pg_timeout_ms=int(cfg.timeout * 1000),
+            )
+        )
         self.lake = Lake(settings.lake)
         self.catalog = Catalog(settings.lake.name, self.lake, self.postgres, cfg.search_path)
         self.router = Router(self.catalog, self.lake, self._evaluate)
@@ -145,8 +153,10 @@ class Gateway:
         needed = {t.split(".")[0] for t in plan.tables} & set(self.postgres)
         missing = needed & set(self.duckdb.unavailable)
         if missing and not self.duckdb.reopen():
-            raise Unavailable(f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
-                              f"{'; '.join(self.duckdb.unavailable.values())}")
+            raise Unavailable(
+                f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
+                f"{'; '.join(self.duckdb.unavailable.values())}"
+            )
         return self.duckdb.prepare(plan.sql)
 
     def _track(self, execution: Execution) -> None:
@@ -172,8 +182,14 @@ class Gateway:
     def explain(self, sql: str) -> dict[str, Any]:
         statement, plan = self.plan(sql, self.settings.gateway.max_rows)
         if plan is None:
-            return {"route": GATEWAY_ROUTE, "source": None, "tables": [], "engines": [], "views": {},
-                    "plan": f"answered by the gateway ({statement.kind.upper()})"}
+            return {
+                "route": GATEWAY_ROUTE,
+                "source": None,
+                "tables": [],
+                "engines": [],
+                "views": {},
+                "plan": f"answered by the gateway ({statement.kind.upper()})",
+            }
         out = plan.explain()
         out["plan"] = self._engine_plan(plan)
         return out
@@ -197,8 +213,15 @@ class Gateway:
         if statement.kind == parse_mod.EXPLAIN:
             assert plan is not None
             info = plan.explain()
-            return pa.table({"route": [plan.route], "source": [plan.source], "sql": [plan.sql],
-                             "tables": [", ".join(info["tables"])], "plan": [self._engine_plan(plan)]})
+            return pa.table(
+                {
+                    "route": [plan.route],
+                    "source": [plan.source],
+                    "sql": [plan.sql],
+                    "tables": [", ".join(info["tables"])],
+                    "plan": [self._engine_plan(plan)],
+                }
+            )
         if statement.kind == parse_mod.SHOW:
             return show(self.catalog, statement.show, statement.show_in)
         assert statement.ast is not None

@@ -50,9 +50,12 @@ def _source_positions(gw: Gateway) -> dict[str, dict[str, Any]]:
             out[src.name] = {"error": str(exc)}
             continue
         current, confirmed, active, flush_lag = rows[0]
-        out[src.name] = {"source_lsn": parse_lsn(current) if current else None,
-                         "confirmed_lsn": parse_lsn(confirmed) if confirmed else None,
-                         "slot_active": bool(active), "flush_lag": flush_lag}
+        out[src.name] = {
+            "source_lsn": parse_lsn(current) if current else None,
+            "confirmed_lsn": parse_lsn(confirmed) if confirmed else None,
+            "slot_active": bool(active),
+            "flush_lag": flush_lag,
+        }
     return out
 
 
@@ -62,14 +65,28 @@ def table_status(entry: Any, source: dict[str, Any] | None, now: float) -> dict[
     snap = history.current_snapshot()
     last_commit = snap.timestamp_ms / 1000 if snap is not None else None
     out: dict[str, Any] = {
-        "table": f"lake.{entry.namespace}.{entry.name}", "kind": entry.kind, "source": entry.source,
+        "table": f"lake.{entry.namespace}.{entry.name}",
+        "kind": entry.kind,
+        "source": entry.source,
         "committed_lsn": format_lsn(committed.lsn) if committed else None,
-        "folded_lsn": None, "source_lsn": None, "confirmed_lsn": None, "lag_bytes": None, "lag_seconds": None,
-        "last_commit": datetime.datetime.fromtimestamp(last_commit, datetime.UTC).isoformat() if last_commit else None,
-        "files": {"changelog" if entry.changelog is not None or entry.kind == "changelog" else "data":
-                  _summary(history, "total-data-files")},
-        "rows": {"changelog" if entry.changelog is not None or entry.kind == "changelog" else "data":
-                 _summary(history, "total-records")},
+        "folded_lsn": None,
+        "source_lsn": None,
+        "confirmed_lsn": None,
+        "lag_bytes": None,
+        "lag_seconds": None,
+        "last_commit": datetime.datetime.fromtimestamp(last_commit, datetime.UTC).isoformat()
+        if last_commit
+        else None,
+        "files": {
+            "changelog" if entry.changelog is not None or entry.kind == "changelog" else "data": _summary(
+                history, "total-data-files"
+            )
+        },
+        "rows": {
+            "changelog" if entry.changelog is not None or entry.kind == "changelog" else "data": _summary(
+                history, "total-records"
+            )
+        },
     }
     if entry.changelog is not None:
         folded = stamp_at(entry.table, entry.table.current_snapshot())
@@ -79,9 +96,11 @@ def table_status(entry: Any, source: dict[str, Any] | None, now: float) -> dict[
     if source and source.get("source_lsn") is not None:
         held = max(committed.lsn if committed else 0, source.get("confirmed_lsn") or 0)
         lag = max(0, source["source_lsn"] - held)
-        out.update(source_lsn=format_lsn(source["source_lsn"]),
-                   confirmed_lsn=format_lsn(source["confirmed_lsn"]) if source.get("confirmed_lsn") else None,
-                   lag_bytes=lag)
+        out.update(
+            source_lsn=format_lsn(source["source_lsn"]),
+            confirmed_lsn=format_lsn(source["confirmed_lsn"]) if source.get("confirmed_lsn") else None,
+            lag_bytes=lag,
+        )
         if source.get("slot_active"):
             out["lag_seconds"] = round(float(source.get("flush_lag") or 0.0), 3)
         elif lag == 0:
@@ -103,5 +122,10 @@ def lake_status(gw: Gateway) -> dict[str, Any]:
             continue  # reported with its state table
         entry = gw.lake.entry(namespace, name, listing)
         tables.append(table_status(entry, sources.get(entry.source or ""), now))
-    return {"tables": tables, "sources": {name: {k: (format_lsn(v) if k.endswith("_lsn") and v is not None else v)
-                                                 for k, v in info.items()} for name, info in sources.items()}}
+    return {
+        "tables": tables,
+        "sources": {
+            name: {k: (format_lsn(v) if k.endswith("_lsn") and v is not None else v) for k, v in info.items()}
+            for name, info in sources.items()
+        },
+    }

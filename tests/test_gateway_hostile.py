@@ -16,13 +16,22 @@ import pytest
 
 from connectors.iceberg import catalog as lake_catalog
 from connectors.query import PERMISSION, QueryError
-from tests.gateway_fixtures.harness import FIXTURES, LiveServer, database, gateway_settings, live_server, read_lines
+from tests.gateway_fixtures.harness import (
+    FIXTURES,
+    LiveServer,
+    database,
+    gateway_settings,
+    live_server,
+    read_lines,
+)
 
 HOSTILE = [(number, *line.split(" || ", 2)) for number, line in read_lines(FIXTURES / "hostile.sql")]
 
 
 @pytest.fixture(scope="module")
-def env(pg_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, psycopg.Connection]]:
+def env(
+    pg_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, psycopg.Connection]]:
     lake_dir: Path = tmp_path_factory.mktemp("lake")
     role = f"gw_reader_{uuid.uuid4().hex[:6]}"
     with database(pg_server) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
@@ -49,12 +58,15 @@ def test_the_list_is_long_enough() -> None:
 
 
 @pytest.mark.parametrize("number,status,reason,sql", HOSTILE, ids=[f"line{n}" for n, *_ in HOSTILE])
-def test_hostile_query_is_refused(env: tuple[LiveServer, psycopg.Connection], number: int, status: str,
-                                  reason: str, sql: str) -> None:
+def test_hostile_query_is_refused(
+    env: tuple[LiveServer, psycopg.Connection], number: int, status: str, reason: str, sql: str
+) -> None:
     live, _ = env
     with live.client() as client:
         response = client.post("/v1/query", json={"sql": sql})
-    assert response.status_code == int(status), f"line {number}: {sql!r} -> {response.status_code} {response.text}"
+    assert response.status_code == int(status), (
+        f"line {number}: {sql!r} -> {response.status_code} {response.text}"
+    )
     error = response.json()["error"]
     assert reason.lower() in error["message"].lower(), f"line {number}: message {error['message']!r}"
     assert "Traceback" not in response.text
@@ -64,30 +76,46 @@ def test_gateway_is_healthy_afterwards(env: tuple[LiveServer, psycopg.Connection
     live, conn = env
     with live.client() as client:
         assert client.get("/healthz").json() == {"status": "ok"}
-        rows = client.post("/v1/query", json={"sql": "SELECT count(*) AS n FROM pg.public.secrets"}).json()["rows"]
+        rows = client.post("/v1/query", json={"sql": "SELECT count(*) AS n FROM pg.public.secrets"}).json()[
+            "rows"
+        ]
         assert rows == [{"n": 10}]
-        rows = client.post("/v1/query", json={"sql": "SELECT sum(v) AS s FROM lake.public.facts"}).json()["rows"]
+        rows = client.post("/v1/query", json={"sql": "SELECT sum(v) AS s FROM lake.public.facts"}).json()[
+            "rows"
+        ]
         assert rows == [{"s": 4950}]
     assert live.gateway.metrics.in_flight == 0
     assert conn.execute("SELECT count(*) FROM secrets").fetchone() == (10,)
     assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (1,)
     assert not glob.glob("/tmp/lakegate_pwned*")
     sandbox = live.gateway.duckdb.db.cursor()
-    settings = dict(sandbox.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
-                                    "('enable_external_access', 'lock_configuration')").fetchall())
+    settings = dict(
+        sandbox.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN "
+            "('enable_external_access', 'lock_configuration')"
+        ).fetchall()
+    )
     assert settings == {"enable_external_access": "false", "lock_configuration": "true"}
 
 
 def test_duckdb_sandbox_holds_without_the_guard(env: tuple[LiveServer, psycopg.Connection]) -> None:
     duckdb = env[0].gateway.duckdb
-    for sql in ("SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_text('/etc/hostname')",
-                "COPY (SELECT 1) TO '/tmp/lakegate_pwned.csv'", "ATTACH '/tmp/lakegate_pwned.db' AS x",
-                "SELECT * FROM glob('/etc/*')"):
+    for sql in (
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_text('/etc/hostname')",
+        "COPY (SELECT 1) TO '/tmp/lakegate_pwned.csv'",
+        "ATTACH '/tmp/lakegate_pwned.db' AS x",
+        "SELECT * FROM glob('/etc/*')",
+    ):
         with pytest.raises(QueryError) as caught:
             duckdb.run(sql).close()
         assert caught.value.kind == PERMISSION, f"{sql}: {caught.value}"
-    for sql in ("SET enable_external_access = true", "SET allowed_directories = ['/']", "LOAD httpfs",
-                "INSTALL httpfs"):
+    for sql in (
+        "SET enable_external_access = true",
+        "SET allowed_directories = ['/']",
+        "LOAD httpfs",
+        "INSTALL httpfs",
+    ):
         with pytest.raises(QueryError):
             duckdb.run(sql).close()
     with pytest.raises(QueryError, match="read-only"):

@@ -26,8 +26,15 @@ import pytest
 from gateway.http import check_bind
 from gateway.service import Gateway
 from lakegate.settings import SettingsError
-from tests.gateway_fixtures.harness import (LiveServer, canon, database, gateway_settings, live_server, pg_rows,
-                                            same_rows)
+from tests.gateway_fixtures.harness import (
+    LiveServer,
+    canon,
+    database,
+    gateway_settings,
+    live_server,
+    pg_rows,
+    same_rows,
+)
 from tests.lakehelp import running_worker, wait_caught_up, wait_for
 
 TOKEN = "s3cret-token"
@@ -48,12 +55,22 @@ COLUMNS = "id, amount, ratio, label, at, day, raw, flag, ids, u"
 
 
 @pytest.fixture(scope="module")
-def env(pg_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, psycopg.Connection]]:
+def env(
+    pg_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, psycopg.Connection]]:
     lake_dir: Path = tmp_path_factory.mktemp("lake")
     with database(pg_server) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(VALUES)
-        settings = gateway_settings(dsn, lake_dir, ["public.vals", "public.dim"], tokens=[TOKEN], max_rows=3_000_000,
-                                    timeout="20s", workers=6, max_queue=64)
+        settings = gateway_settings(
+            dsn,
+            lake_dir,
+            ["public.vals", "public.dim"],
+            tokens=[TOKEN],
+            max_rows=3_000_000,
+            timeout="20s",
+            workers=6,
+            max_queue=64,
+        )
         with running_worker(settings):
             wait_caught_up(conn)
         with live_server(settings) as live:
@@ -75,9 +92,18 @@ def _expected(conn: psycopg.Connection) -> list[dict[str, Any]]:
     for row in conn.execute(f"SELECT {COLUMNS} FROM vals ORDER BY id").fetchall():
         record = dict(zip(COLUMNS.split(", "), row, strict=True))
         ratio = record["ratio"]
-        record["ratio"] = ("NaN" if ratio != ratio else "Infinity" if ratio == float("inf") else "-Infinity"
-                           if ratio == float("-inf") else Decimal(repr(ratio)))
-        record["at"] = record["at"].astimezone(__import__("datetime").UTC).isoformat() if record["at"] else None
+        record["ratio"] = (
+            "NaN"
+            if ratio != ratio
+            else "Infinity"
+            if ratio == float("inf")
+            else "-Infinity"
+            if ratio == float("-inf")
+            else Decimal(repr(ratio))
+        )
+        record["at"] = (
+            record["at"].astimezone(__import__("datetime").UTC).isoformat() if record["at"] else None
+        )
         record["day"] = record["day"].isoformat() if record["day"] else None
         record["raw"] = "\\x" + bytes(record["raw"]).hex() if record["raw"] is not None else None
         record["u"] = str(record["u"]) if record["u"] else None
@@ -91,10 +117,22 @@ def test_json_is_exact_on_both_routes(env: tuple[LiveServer, psycopg.Connection]
     with live.client(TOKEN) as client:
         response = _query(client, f"SELECT {COLUMNS} FROM {table} ORDER BY id")
     body = json.loads(response.text, parse_float=Decimal)
-    assert body["route"] == ("postgres" if table.startswith("pg") else "duckdb") and body["truncated"] is False
+    assert (
+        body["route"] == ("postgres" if table.startswith("pg") else "duckdb") and body["truncated"] is False
+    )
     types = {c["name"]: c["type"] for c in body["columns"]}
-    assert types == {"id": "integer", "amount": "float", "ratio": "float", "label": "string", "at": "datetime",
-                     "day": "date", "raw": "string", "flag": "boolean", "ids": "string", "u": "string"}
+    assert types == {
+        "id": "integer",
+        "amount": "float",
+        "ratio": "float",
+        "label": "string",
+        "at": "datetime",
+        "day": "date",
+        "raw": "string",
+        "flag": "boolean",
+        "ids": "string",
+        "u": "string",
+    }
     got = body["rows"]
     for row in got:
         row["at"] = row["at"].replace(".000000", "") if row["at"] else None
@@ -102,11 +140,15 @@ def test_json_is_exact_on_both_routes(env: tuple[LiveServer, psycopg.Connection]
     for row in want:
         row["at"] = row["at"].replace(".000000", "") if row["at"] else None
     assert got == want
-    assert isinstance(got[0]["amount"], Decimal) and got[0]["amount"] == Decimal("12345678901234567890.12345678")
+    assert isinstance(got[0]["amount"], Decimal) and got[0]["amount"] == Decimal(
+        "12345678901234567890.12345678"
+    )
 
 
 @pytest.mark.parametrize("table", ["pg.public.vals", "lake.public.vals"])
-def test_ndjson_csv_and_arrow_carry_the_same_rows(env: tuple[LiveServer, psycopg.Connection], table: str) -> None:
+def test_ndjson_csv_and_arrow_carry_the_same_rows(
+    env: tuple[LiveServer, psycopg.Connection], table: str
+) -> None:
     live, conn = env
     sql = f"SELECT {COLUMNS} FROM {table} ORDER BY id"
     with live.client(TOKEN) as client:
@@ -116,7 +158,10 @@ def test_ndjson_csv_and_arrow_carry_the_same_rows(env: tuple[LiveServer, psycopg
         arrow = _query(client, sql, format="arrow")
     assert ndjson.headers["content-type"].startswith("application/x-ndjson")
     assert [json.loads(line, parse_float=Decimal) for line in ndjson.text.splitlines()] == as_json
-    assert csv_text.headers["content-type"].startswith("text/csv") and csv_text.headers["x-lakegate-truncated"] == "false"
+    assert (
+        csv_text.headers["content-type"].startswith("text/csv")
+        and csv_text.headers["x-lakegate-truncated"] == "false"
+    )
     lines = csv_text.text.splitlines()
     assert lines[0] == "id,amount,ratio,label,at,day,raw,flag,ids,u" and '"\\x00ff10"' in lines[1]
     assert arrow.headers["content-type"] == "application/vnd.apache.arrow.stream"
@@ -135,7 +180,10 @@ def test_row_cap_marks_truncated(env: tuple[LiveServer, psycopg.Connection]) -> 
         body = _query(client, "SELECT * FROM lake.public.dim ORDER BY id", max_rows=400).json()
         assert len(body["rows"]) == 400 and body["truncated"] is False
         csv_response = _query(client, "SELECT * FROM generate_series(1, 50) g", max_rows=5, format="csv")
-        assert csv_response.headers["x-lakegate-truncated"] == "true" and len(csv_response.text.splitlines()) == 6
+        assert (
+            csv_response.headers["x-lakegate-truncated"] == "true"
+            and len(csv_response.text.splitlines()) == 6
+        )
 
 
 def test_large_results_stream_with_bounded_memory(env: tuple[LiveServer, psycopg.Connection]) -> None:
@@ -143,8 +191,13 @@ def test_large_results_stream_with_bounded_memory(env: tuple[LiveServer, psycopg
     sql = "SELECT range AS i, range * 2 AS j, 'row ' || range AS s FROM range(2000000)"
     peak, total, lines = 0, 0, 0
     baseline = pa.total_allocated_bytes()
-    with live.client(TOKEN) as client, client.stream("POST", "/v1/query", json={"sql": sql, "format": "ndjson"}) as r:
-        assert r.status_code == 200 and "x-lakegate-truncated" not in r.headers  # too big to know before streaming
+    with (
+        live.client(TOKEN) as client,
+        client.stream("POST", "/v1/query", json={"sql": sql, "format": "ndjson"}) as r,
+    ):
+        assert (
+            r.status_code == 200 and "x-lakegate-truncated" not in r.headers
+        )  # too big to know before streaming
         for chunk in r.iter_bytes():
             total += len(chunk)
             lines += chunk.count(b"\n")
@@ -154,8 +207,11 @@ def test_large_results_stream_with_bounded_memory(env: tuple[LiveServer, psycopg
 
 
 def _running(conn: psycopg.Connection, pattern: str) -> int:
-    return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE %s "
-                        "AND pid <> pg_backend_pid()", (pattern,)).fetchone()[0]  # type: ignore[index]
+    return conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query ILIKE %s "
+        "AND pid <> pg_backend_pid()",
+        (pattern,),
+    ).fetchone()[0]  # type: ignore[index]
 
 
 def test_time_limit_cancels_the_engine_query(env: tuple[LiveServer, psycopg.Connection]) -> None:
@@ -178,8 +234,11 @@ def _send_and_drop(url: str, sql: str, wait: float, read: int = 0) -> None:
     host, port = url.removeprefix("http://").split(":")
     body = json.dumps({"sql": sql, "format": "ndjson"}).encode()
     with socket.create_connection((host, int(port))) as sock:
-        sock.sendall(b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     + f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        sock.sendall(
+            b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
         if read:
             got = b""
             while len(got) < read:
@@ -192,11 +251,15 @@ def test_a_client_that_goes_away_cancels_its_query(env: tuple[LiveServer, psycop
     _send_and_drop(live.url, "SELECT pg_sleep(25) FROM pg.public.dim LIMIT 1", wait=1.0)
     wait_for(lambda: _running(conn, "%pg_sleep(25)%") == 0, timeout=10, what="PostgreSQL query cancelled")
     before = live.gateway.metrics.queries.get(("duckdb", "client_closed"), 0)
-    _send_and_drop(live.url, "SELECT count(*) FROM range(300000) a(x), range(300000) b(y) WHERE a.x * b.y = -1",
-                   wait=0.5)
+    _send_and_drop(
+        live.url, "SELECT count(*) FROM range(300000) a(x), range(300000) b(y) WHERE a.x * b.y = -1", wait=0.5
+    )
     _send_and_drop(live.url, "SELECT range AS i FROM range(50000000)", wait=0.2, read=200_000)
-    wait_for(lambda: live.gateway.metrics.queries.get(("duckdb", "client_closed"), 0) >= before + 2, timeout=10,
-             what="DuckDB queries cancelled")
+    wait_for(
+        lambda: live.gateway.metrics.queries.get(("duckdb", "client_closed"), 0) >= before + 2,
+        timeout=10,
+        what="DuckDB queries cancelled",
+    )
     wait_for(lambda: live.gateway.metrics.in_flight == 0, timeout=10, what="no query left running")
 
 
@@ -210,7 +273,9 @@ def test_auth_bearer_and_basic(env: tuple[LiveServer, psycopg.Connection]) -> No
         wrong = client.post("/v1/query", json={"sql": "SELECT 1"}, headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401 and "not valid" in wrong.json()["error"]["message"]
         basic = base64.b64encode(f"redash:{TOKEN}".encode()).decode()
-        ok = client.post("/v1/query", json={"sql": "SELECT 2 AS x"}, headers={"Authorization": f"Basic {basic}"})
+        ok = client.post(
+            "/v1/query", json={"sql": "SELECT 2 AS x"}, headers={"Authorization": f"Basic {basic}"}
+        )
         assert ok.status_code == 200 and ok.json()["rows"] == [{"x": 2}]
         for path in ("/v1/schema", "/v1/status", "/metrics"):
             assert client.get(path).status_code == 401
@@ -237,21 +302,30 @@ def test_error_shapes(env: tuple[LiveServer, psycopg.Connection]) -> None:
             error = response.json()["error"]
             assert (response.status_code, error["code"]) == (status, code), (sql, response.text)
             assert set(error) >= {"code", "message", "line", "column"} and error["message"]
-            assert "Traceback" not in response.text and error["request_id"] == response.headers["x-request-id"]
+            assert (
+                "Traceback" not in response.text and error["request_id"] == response.headers["x-request-id"]
+            )
         syntax = _query(client, "SELECT *\nFROM pg.public.dim WHERE").json()["error"]
         assert (syntax["line"], syntax["column"]) == (2, 24)
         assert "did you mean" in _query(client, "SELECT * FROM pg.public.dimm").json()["error"]["message"]
         assert "pg.public.dim" in _query(client, "SELECT * FROM pg.public.dimm").json()["error"]["message"]
-        assert "did you mean 'pg'" in _query(client, "SELECT * FROM pgg.public.dim").json()["error"]["message"]
+        assert (
+            "did you mean 'pg'" in _query(client, "SELECT * FROM pgg.public.dim").json()["error"]["message"]
+        )
         assert _query(client, "SELECT 1", format="xml").status_code == 400
-        assert client.post("/v1/query", content=b"{not json", headers={"Content-Type": "application/json"}
-                           ).status_code == 400
+        assert (
+            client.post(
+                "/v1/query", content=b"{not json", headers={"Content-Type": "application/json"}
+            ).status_code
+            == 400
+        )
         assert _query(client, "SELECT '" + "x" * (1 << 20) + "'").status_code == 413
         assert client.get("/v1/nothing").json()["error"]["code"] == "not_found"
 
 
-def test_unexpected_errors_are_500_with_a_request_id(env: tuple[LiveServer, psycopg.Connection],
-                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_unexpected_errors_are_500_with_a_request_id(
+    env: tuple[LiveServer, psycopg.Connection], caplog: pytest.LogCaptureFixture
+) -> None:
     live, _ = env
 
     def broken() -> dict[str, Any]:
@@ -270,16 +344,23 @@ def test_unexpected_errors_are_500_with_a_request_id(env: tuple[LiveServer, psyc
 
 
 def test_32_clients_at_once_and_slow_queries_do_not_hold_up_fast_ones(
-        env: tuple[LiveServer, psycopg.Connection]) -> None:
+    env: tuple[LiveServer, psycopg.Connection],
+) -> None:
     live, conn = env
     queries = {
-        "pg": ("SELECT region, count(*) AS n FROM pg.public.dim GROUP BY region",
-               "SELECT region, count(*) AS n FROM public.dim GROUP BY region"),
-        "lake": ("SELECT region, count(*) AS n FROM lake.public.dim GROUP BY region",
-                 "SELECT region, count(*) AS n FROM public.dim GROUP BY region"),
-        "join": ("SELECT d.region, sum(v.id) AS s FROM lake.public.vals v JOIN pg.public.dim d ON d.id = v.id "
-                 "GROUP BY d.region", "SELECT d.region, sum(v.id) AS s FROM vals v JOIN dim d ON d.id = v.id "
-                 "GROUP BY d.region"),
+        "pg": (
+            "SELECT region, count(*) AS n FROM pg.public.dim GROUP BY region",
+            "SELECT region, count(*) AS n FROM public.dim GROUP BY region",
+        ),
+        "lake": (
+            "SELECT region, count(*) AS n FROM lake.public.dim GROUP BY region",
+            "SELECT region, count(*) AS n FROM public.dim GROUP BY region",
+        ),
+        "join": (
+            "SELECT d.region, sum(v.id) AS s FROM lake.public.vals v JOIN pg.public.dim d ON d.id = v.id "
+            "GROUP BY d.region",
+            "SELECT d.region, sum(v.id) AS s FROM vals v JOIN dim d ON d.id = v.id GROUP BY d.region",
+        ),
     }
     want = {k: pg_rows(conn, pg_sql) for k, (_, pg_sql) in queries.items()}
     results: dict[int, bool] = {}
@@ -323,6 +404,7 @@ def test_saturated_gateway_answers_503(pg_dsn: str, lake_dir: Path, pg: psycopg.
     pg.execute("INSERT INTO one VALUES (1)")
     settings = gateway_settings(pg_dsn, lake_dir, workers=1, max_queue=0)
     with live_server(settings) as live:
+
         def hold() -> None:
             with live.client() as client:
                 _query(client, "SELECT pg_sleep(3) FROM pg.public.one")
@@ -343,7 +425,9 @@ def test_ops_endpoints(env: tuple[LiveServer, psycopg.Connection]) -> None:
     live, _ = env
     with live.client(TOKEN) as client:
         spec = client.get("/openapi.json").json()
-        assert {"/v1/query", "/v1/explain", "/v1/schema", "/v1/status", "/healthz", "/metrics"} <= set(spec["paths"])
+        assert {"/v1/query", "/v1/explain", "/v1/schema", "/v1/status", "/healthz", "/metrics"} <= set(
+            spec["paths"]
+        )
         assert client.get("/docs").status_code == 200
         schema = client.get("/v1/schema").json()
         sources = {s["name"]: s for s in schema["sources"]}
@@ -370,15 +454,24 @@ def test_lakegate_serve_runs_the_contract(pg_dsn: str, lake_dir: Path, tmp_path:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     config = tmp_path / "lakegate.toml"
-    config.write_text(f'[lake]\ncatalog_uri = "sqlite:///{lake_dir}/catalog.db"\nwarehouse = "{lake_dir}/wh"\n'
-                      f'[[sources]]\nname = "pg"\ndsn = "{pg_dsn}"\n[gateway]\nport = {port}\ntokens = ["{TOKEN}"]\n')
-    process = subprocess.Popen([sys.executable, "-m", "lakegate", "serve", "--config", str(config)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
+    config.write_text(
+        f'[lake]\ncatalog_uri = "sqlite:///{lake_dir}/catalog.db"\nwarehouse = "{lake_dir}/wh"\n'
+        f'[[sources]]\nname = "pg"\ndsn = "{pg_dsn}"\n[gateway]\nport = {port}\ntokens = ["{TOKEN}"]\n'
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lakegate", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_for(lambda: _healthy(url), timeout=60, what="lakegate serve to answer")
-        response = httpx.post(f"{url}/v1/query", json={"sql": "SELECT 40 + 2 AS answer"},
-                              headers={"Authorization": f"Bearer {TOKEN}"})
+        response = httpx.post(
+            f"{url}/v1/query",
+            json={"sql": "SELECT 40 + 2 AS answer"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
         assert response.json()["rows"] == [{"answer": 42}]
     finally:
         process.send_signal(signal.SIGTERM)
@@ -386,8 +479,12 @@ def test_lakegate_serve_runs_the_contract(pg_dsn: str, lake_dir: Path, tmp_path:
     assert process.returncode == 0, output
     bad = tmp_path / "open.toml"
     bad.write_text(config.read_text().replace(f'tokens = ["{TOKEN}"]', 'host = "0.0.0.0"'))
-    result = subprocess.run([sys.executable, "-m", "lakegate", "serve", "--config", str(bad)], capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "lakegate", "serve", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "loopback" in result.stderr
 
 

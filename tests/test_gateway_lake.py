@@ -28,8 +28,9 @@ def _check(gateway: Gateway, conn: psycopg.Connection, settings: Any, what: str)
     merged = lake_table(settings, "public.items").current()
     view = gateway.query("SELECT * FROM lake.public.items").table
     assert sorted(view.column_names) == sorted(merged.column_names)
-    assert same_rows(rows_of(view), rows_of(merged.select(view.column_names)), ordered=False), \
+    assert same_rows(rows_of(view), rows_of(merged.select(view.column_names)), ordered=False), (
         f"{what}: gateway differs from LakeTable.current()"
+    )
 
 
 def _version(gateway: Gateway) -> tuple[int, int]:
@@ -42,14 +43,20 @@ def _version(gateway: Gateway) -> tuple[int, int]:
 
 
 def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: str, lake_dir: Path) -> None:
-    pg.execute("CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(12,2), tags text[], seen timestamptz)")
-    pg.execute("INSERT INTO items SELECT g, 'item ' || g, g * 1.25, ARRAY['t' || (g % 3)], "
-               "timestamptz '2024-01-01 00:00+00' + g * interval '1 hour' FROM generate_series(1, 300) g")
+    pg.execute(
+        "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(12,2), tags text[], seen timestamptz)"
+    )
+    pg.execute(
+        "INSERT INTO items SELECT g, 'item ' || g, g * 1.25, ARRAY['t' || (g % 3)], "
+        "timestamptz '2024-01-01 00:00+00' + g * interval '1 hour' FROM generate_series(1, 300) g"
+    )
     pg.execute("CREATE TABLE events (kind text, at timestamptz)")
     pg.execute("ALTER TABLE events REPLICA IDENTITY FULL")
     pg.execute("INSERT INTO events VALUES ('boot', '2024-01-01 00:00+00')")
     settings = gateway_settings(pg_dsn, lake_dir, ["public.items", "public.events"])
-    settings.ingest.fold_interval = 3600.0  # the state table stays as the snapshot left it: the gateway merges
+    settings.ingest.fold_interval = (
+        3600.0  # the state table stays as the snapshot left it: the gateway merges
+    )
     settings.ingest.maintenance_interval = 0.0
     gateway = Gateway(settings).open()
     versions: list[tuple[int, int, list[tuple[Any, ...]]]] = []
@@ -70,15 +77,21 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
                 wait_caught_up(pg)
                 _check(gateway, pg, settings, step)
                 snapshot_id, committed_ms = _version(gateway)
-                versions.append((snapshot_id, committed_ms, pg_rows(pg, f"SELECT {COLUMNS} FROM public.items")))
+                versions.append(
+                    (snapshot_id, committed_ms, pg_rows(pg, f"SELECT {COLUMNS} FROM public.items"))
+                )
                 time.sleep(0.05)  # commits of different steps get different times
-            assert lake_table(settings, "public.items").state_checkpoint() < lake_table(
-                settings, "public.items").checkpoint(), "the tail was folded: the merge was not exercised"
+            assert (
+                lake_table(settings, "public.items").state_checkpoint()
+                < lake_table(settings, "public.items").checkpoint()
+            ), "the tail was folded: the merge was not exercised"
             pg.execute("TRUNCATE items")
             pg.execute("INSERT INTO items VALUES (1, 'after truncate', 1.00, NULL, NULL)")
             wait_caught_up(pg)
             _check(gateway, pg, settings, "after TRUNCATE and an insert")
-            pg.execute("INSERT INTO events VALUES ('tick', '2024-01-02 00:00+00'), ('tick', '2024-01-03 00:00+00')")
+            pg.execute(
+                "INSERT INTO events VALUES ('tick', '2024-01-02 00:00+00'), ('tick', '2024-01-03 00:00+00')"
+            )
             wait_caught_up(pg)
             status = gateway.status()
             metrics = gateway.metrics.render(status)
@@ -86,13 +99,23 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
         _check(gateway, pg, settings, "after folding the tail into the state table")
 
         for snapshot_id, committed_ms, rows in versions:
-            got = rows_of(gateway.query(f"SELECT {COLUMNS} FROM lake.public.items FOR VERSION AS OF {snapshot_id}").table)
+            got = rows_of(
+                gateway.query(
+                    f"SELECT {COLUMNS} FROM lake.public.items FOR VERSION AS OF {snapshot_id}"
+                ).table
+            )
             assert same_rows(got, rows, ordered=False), f"version {snapshot_id} differs from the source then"
             at = datetime.datetime.fromtimestamp((committed_ms + 20) / 1000, datetime.UTC).isoformat()
-            got = rows_of(gateway.query(f"SELECT {COLUMNS} FROM lake.public.items FOR TIMESTAMP AS OF '{at}' AS i").table)
+            got = rows_of(
+                gateway.query(
+                    f"SELECT {COLUMNS} FROM lake.public.items FOR TIMESTAMP AS OF '{at}' AS i"
+                ).table
+            )
             assert same_rows(got, rows, ordered=False), f"time {at} differs from the source then"
-        both = gateway.query(f"SELECT (SELECT count(*) FROM lake.public.items FOR VERSION AS OF {versions[0][0]}) AS a,"
-                             " (SELECT count(*) FROM lake.public.items) AS b").table.to_pylist()[0]
+        both = gateway.query(
+            f"SELECT (SELECT count(*) FROM lake.public.items FOR VERSION AS OF {versions[0][0]}) AS a,"
+            " (SELECT count(*) FROM lake.public.items) AS b"
+        ).table.to_pylist()[0]
         assert (both["a"], both["b"]) == (len(versions[0][2]), 1)
         with pytest.raises(NotFound, match="no snapshot 12345"):
             gateway.query("SELECT * FROM lake.public.items FOR VERSION AS OF 12345")
@@ -102,7 +125,9 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
             gateway.query("SELECT * FROM pg.public.items FOR VERSION AS OF 1")
 
         # a table without a key is kept as a change log only
-        events = gateway.query("SELECT kind, _op FROM lake.public.events__changelog ORDER BY at").table.to_pylist()
+        events = gateway.query(
+            "SELECT kind, _op FROM lake.public.events__changelog ORDER BY at"
+        ).table.to_pylist()
         assert [e["kind"] for e in events] == ["boot", "tick", "tick"]
         with pytest.raises(NotFound, match="events__changelog"):
             gateway.query("SELECT * FROM lake.public.events")

@@ -14,8 +14,16 @@ import sqlglot
 from sqlglot import exp
 
 from gateway.service import Gateway
-from tests.gateway_fixtures.harness import (FIXTURES, Case, database, gateway_settings, pg_rows, read_cases,
-                                            rows_of, same_rows)
+from tests.gateway_fixtures.harness import (
+    FIXTURES,
+    Case,
+    database,
+    gateway_settings,
+    pg_rows,
+    read_cases,
+    rows_of,
+    same_rows,
+)
 from tests.lakehelp import running_worker, wait_caught_up
 
 CASES = read_cases(FIXTURES / "routing.sql")
@@ -46,7 +54,9 @@ UPDATE orders SET status = 'refunded' WHERE id BETWEEN 10 AND 20;
 
 
 @pytest.fixture(scope="module")
-def env(pg_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gateway, psycopg.Connection]]:
+def env(
+    pg_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Gateway, psycopg.Connection]]:
     lake_dir: Path = tmp_path_factory.mktemp("lake")
     with database(pg_server) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(SCHEMA)
@@ -94,18 +104,30 @@ def test_fixture_file_covers_both_routes_and_postgres_syntax() -> None:
     routes = {c.route for c in CASES}
     text = " ".join(c.sql.lower() for c in CASES)
     assert routes == {"postgres", "duckdb"} and len(CASES) >= 20
-    for syntax in ("::", "ilike", "date_trunc", "now()", "interval '1 day'", "distinct on", "over (", "with ",
-                   "generate_series"):
+    for syntax in (
+        "::",
+        "ilike",
+        "date_trunc",
+        "now()",
+        "interval '1 day'",
+        "distinct on",
+        "over (",
+        "with ",
+        "generate_series",
+    ):
         assert syntax in text, f"no routing fixture uses {syntax}"
 
 
 def test_explain_shows_route_engine_sql_and_pushdown(env: tuple[Gateway, psycopg.Connection]) -> None:
     gateway, _ = env
-    out = gateway.explain("SELECT o.id FROM lake.public.orders o JOIN pg.public.regions r ON r.code = 'r1' "
-                          "WHERE o.amount > 100")
+    out = gateway.explain(
+        "SELECT o.id FROM lake.public.orders o JOIN pg.public.regions r ON r.code = 'r1' WHERE o.amount > 100"
+    )
     assert out["route"] == "duckdb" and out["tables"] == ["lake.public.orders", "pg.public.regions"]
     assert "iceberg_scan" in out["engines"][0]["sql"].lower()
     assert "lake.public.orders" in out["views"]
-    assert "POSTGRES_SCAN" in out["plan"] and "code='r1'" in out["plan"].replace(" ", "")  # filter pushed down
+    assert "POSTGRES_SCAN" in out["plan"] and "code='r1'" in out["plan"].replace(
+        " ", ""
+    )  # filter pushed down
     pg = gateway.explain("SELECT * FROM pg.public.accounts WHERE id = 3")
     assert pg["route"] == "postgres" and "Index Scan" in pg["plan"]

@@ -30,8 +30,17 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from connectors.query import (INTERNAL, INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED,
-                              QueryCancelled, QueryError)
+from connectors.query import (
+    INTERNAL,
+    INVALID,
+    PERMISSION,
+    RESOURCES,
+    SYNTAX,
+    UNAVAILABLE,
+    UNDEFINED,
+    QueryCancelled,
+    QueryError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +61,13 @@ class DuckDBConfig:
 def warehouse_dir(warehouse: str) -> str:
     """A warehouse path or ``file://`` URI -> an absolute directory path."""
     if warehouse.startswith("file://"):
-        return warehouse[len("file://"):]
+        return warehouse[len("file://") :]
     if "://" in warehouse:
-        raise QueryError(f"the gateway reads only local warehouses (file:// or a path), not {warehouse!r}",
-                         UNAVAILABLE, engine="duckdb")
+        raise QueryError(
+            f"the gateway reads only local warehouses (file:// or a path), not {warehouse!r}",
+            UNAVAILABLE,
+            engine="duckdb",
+        )
     return str(Path(warehouse).expanduser().resolve())
 
 
@@ -126,7 +138,9 @@ class DuckDBEngine:
 
     def _attach(self, con: duckdb.DuckDBPyConnection, name: str, dsn: str) -> None:
         try:
-            con.execute(f"ATTACH {sql_string(read_only_dsn(dsn))} AS {quote(name)} (TYPE postgres, READ_ONLY)")
+            con.execute(
+                f"ATTACH {sql_string(read_only_dsn(dsn))} AS {quote(name)} (TYPE postgres, READ_ONLY)"
+            )
         except duckdb.Error as exc:
             self.unavailable[name] = clean_message(str(exc))
             log.warning("PostgreSQL source %s is unavailable to DuckDB: %s", name, self.unavailable[name])
@@ -155,9 +169,14 @@ class DuckDBEngine:
     def functions(self) -> frozenset[str]:
         """Names of DuckDB's scalar, aggregate, window and macro functions (for the gateway's allow-list)."""
         if self._functions is None:
-            rows = self.db.cursor().execute(
-                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
-                "WHERE function_type IN ('scalar', 'aggregate', 'macro', 'window')").fetchall()
+            rows = (
+                self.db.cursor()
+                .execute(
+                    "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+                    "WHERE function_type IN ('scalar', 'aggregate', 'macro', 'window')"
+                )
+                .fetchall()
+            )
             self._functions = frozenset(r[0] for r in rows)
         return self._functions
 
@@ -248,10 +267,23 @@ def quote(name: str) -> str:
 _CONTEXT = re.compile(r"\n\s*\nLINE \d+:.*", re.DOTALL)
 _KIND = re.compile(r"^([A-Za-z ]+?) Error: ")
 _KINDS = {
-    "parser": SYNTAX, "syntax": SYNTAX, "binder": UNDEFINED, "catalog": UNDEFINED, "conversion": INVALID,
-    "invalid input": INVALID, "out of range": INVALID, "mismatch type": INVALID, "type mismatch": INVALID,
-    "constraint": INVALID, "not implemented": INVALID, "invalid type": INVALID, "permission": PERMISSION,
-    "out of memory": RESOURCES, "io": UNAVAILABLE, "http": UNAVAILABLE, "connection": UNAVAILABLE,
+    "parser": SYNTAX,
+    "syntax": SYNTAX,
+    "binder": UNDEFINED,
+    "catalog": UNDEFINED,
+    "conversion": INVALID,
+    "invalid input": INVALID,
+    "out of range": INVALID,
+    "mismatch type": INVALID,
+    "type mismatch": INVALID,
+    "constraint": INVALID,
+    "not implemented": INVALID,
+    "invalid type": INVALID,
+    "permission": PERMISSION,
+    "out of memory": RESOURCES,
+    "io": UNAVAILABLE,
+    "http": UNAVAILABLE,
+    "connection": UNAVAILABLE,
 }
 
 

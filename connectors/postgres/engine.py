@@ -28,10 +28,26 @@ from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from connectors.postgres.connection import connect_kwargs
-from connectors.postgres.types import (TYPE_QUERY, Codec, ConversionError, PgType, TypeCatalog, UnsupportedType,
-                                       codec_for)
-from connectors.query import (INTERNAL, INVALID, PERMISSION, RESOURCES, SYNTAX, UNAVAILABLE, UNDEFINED,
-                              QueryCancelled, QueryError)
+from connectors.postgres.types import (
+    TYPE_QUERY,
+    Codec,
+    ConversionError,
+    PgType,
+    TypeCatalog,
+    UnsupportedType,
+    codec_for,
+)
+from connectors.query import (
+    INTERNAL,
+    INVALID,
+    PERMISSION,
+    RESOURCES,
+    SYNTAX,
+    UNAVAILABLE,
+    UNDEFINED,
+    QueryCancelled,
+    QueryError,
+)
 
 CHUNK_BYTES = 4 * 2**20
 #: Field metadata marking a string column that holds exact numeric text (unconstrained ``numeric``).
@@ -44,11 +60,19 @@ class PostgresEngine:
     def __init__(self, name: str, dsn: str, *, pool_size: int = 8, connect_timeout: float = 10.0) -> None:
         self.name = name
         self.connect_timeout = connect_timeout
-        kwargs = connect_kwargs(dsn, application_name="lakegate-gateway",
-                                settings={"default_transaction_read_only": "on"})
+        kwargs = connect_kwargs(
+            dsn, application_name="lakegate-gateway", settings={"default_transaction_read_only": "on"}
+        )
         kwargs["autocommit"] = True
-        self._pool = ConnectionPool(kwargs=kwargs, min_size=1, max_size=max(1, pool_size), open=False,
-                                    name=f"lakegate-{name}", timeout=connect_timeout, reconnect_timeout=0)
+        self._pool = ConnectionPool(
+            kwargs=kwargs,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=False,
+            name=f"lakegate-{name}",
+            timeout=connect_timeout,
+            reconnect_timeout=0,
+        )
         self._types: dict[int, PgType] = {}
         self._opened = False
         self._open_lock = threading.Lock()
@@ -64,8 +88,11 @@ class PostgresEngine:
         try:
             return self._pool.getconn(timeout=timeout if timeout is not None else self.connect_timeout)
         except PoolTimeout as exc:
-            raise QueryError(f"PostgreSQL source {self.name!r} is unavailable or all its connections are busy: "
-                             f"{exc}", UNAVAILABLE, engine="postgres") from exc
+            raise QueryError(
+                f"PostgreSQL source {self.name!r} is unavailable or all its connections are busy: {exc}",
+                UNAVAILABLE,
+                engine="postgres",
+            ) from exc
 
     def release(self, conn: psycopg.Connection) -> None:
         try:
@@ -90,7 +117,9 @@ class PostgresEngine:
         conn = self.connection()
         try:
             with conn.transaction():
-                conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
+                conn.execute(
+                    "SELECT set_config('statement_timeout', %s, true)", (f"{int(timeout * 1000)}ms",)
+                )
                 return conn.execute(sql, params or None).fetchall()  # type: ignore[arg-type]
         except psycopg.Error as exc:
             raise translate(exc) from exc
@@ -123,8 +152,10 @@ def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:
     if result.status != pq.ExecStatus.COMMAND_OK:
         raise pgerrors.error_from_result(result, encoding=conn.info.encoding)
     encoding = conn.info.encoding
-    return [((result.fname(i) or b"").decode(encoding), result.ftype(i), result.fmod(i))
-            for i in range(result.nfields)]
+    return [
+        ((result.fname(i) or b"").decode(encoding), result.ftype(i), result.fmod(i))
+        for i in range(result.nfields)
+    ]
 
 
 class PostgresResult:
@@ -153,10 +184,16 @@ class PostgresResult:
             columns = _describe(conn, sql)
             self._codecs = engine.codecs(conn, columns)
             self._names = [f"c{i}" for i in range(len(columns))]
-            fields = [pa.field(name, codec.arrow_type,
-                               metadata=NUMERIC_TEXT if codec.source_type == "numeric"
-                               and pa.types.is_string(codec.arrow_type) else None)
-                      for (name, _, _), codec in zip(columns, self._codecs, strict=True)]
+            fields = [
+                pa.field(
+                    name,
+                    codec.arrow_type,
+                    metadata=NUMERIC_TEXT
+                    if codec.source_type == "numeric" and pa.types.is_string(codec.arrow_type)
+                    else None,
+                )
+                for (name, _, _), codec in zip(columns, self._codecs, strict=True)
+            ]
             self.schema = pa.schema(fields)
             self._copy_cm = conn.cursor().copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)")
             self._copy = self._copy_cm.__enter__()
@@ -220,15 +257,28 @@ def parse_csv(data: bytes | bytearray, columns: list[str]) -> pa.Table:
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=8 * 2**20),
         parse_options=pacsv.ParseOptions(newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns}, null_values=[""],
-                                             strings_can_be_null=True, quoted_strings_can_be_null=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in columns},
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
     )
 
 
 _KINDS = {
-    "42601": SYNTAX, "42P01": "undefined_table", "42703": UNDEFINED, "42883": UNDEFINED, "42704": UNDEFINED,
-    "3F000": UNDEFINED, "42501": PERMISSION, "25006": PERMISSION, "0A000": INVALID, "53200": RESOURCES,
-    "53100": RESOURCES, "54000": RESOURCES,
+    "42601": SYNTAX,
+    "42P01": "undefined_table",
+    "42703": UNDEFINED,
+    "42883": UNDEFINED,
+    "42704": UNDEFINED,
+    "3F000": UNDEFINED,
+    "42501": PERMISSION,
+    "25006": PERMISSION,
+    "0A000": INVALID,
+    "53200": RESOURCES,
+    "53100": RESOURCES,
+    "54000": RESOURCES,
 }
 
 

@@ -29,8 +29,9 @@ from tests.lakehelp import make_settings
 FIXTURES = Path(__file__).parent
 
 
-def gateway_settings(dsn: str, lake_dir: Path, tables: list[str] | None = None,
-                     **gateway: Any) -> settings_mod.Settings:
+def gateway_settings(
+    dsn: str, lake_dir: Path, tables: list[str] | None = None, **gateway: Any
+) -> settings_mod.Settings:
     settings = make_settings(dsn, lake_dir, list(tables or []))
     settings.gateway = settings_mod._coerce(settings_mod.GatewaySettings, "gateway", gateway)
     return settings
@@ -46,10 +47,14 @@ def database(server: Any) -> Iterator[str]:
         yield server.dsn(name)
     finally:
         with psycopg.connect(server.dsn(), autocommit=True) as admin:
-            for (slot,) in admin.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s",
-                                         (name,)).fetchall():
-                admin.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-                              "WHERE slot_name = %s AND active_pid IS NOT NULL", (slot,))
+            for (slot,) in admin.execute(
+                "SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,)
+            ).fetchall():
+                admin.execute(
+                    "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                    "WHERE slot_name = %s AND active_pid IS NOT NULL",
+                    (slot,),
+                )
                 try:
                     admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
                 except psycopg.Error:
@@ -115,8 +120,17 @@ def read_cases(path: Path) -> list[Case]:
 
     def flush() -> None:
         if body:
-            cases.append(Case(meta.get("name", f"line {start}"), "\n".join(body).strip(), meta["route"],
-                              meta.get("sql"), meta.get("postgres"), meta.get("order", "") == "ordered", start))
+            cases.append(
+                Case(
+                    meta.get("name", f"line {start}"),
+                    "\n".join(body).strip(),
+                    meta["route"],
+                    meta.get("sql"),
+                    meta.get("postgres"),
+                    meta.get("order", "") == "ordered",
+                    start,
+                )
+            )
         meta.clear()
         body.clear()
 
