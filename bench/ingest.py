@@ -92,11 +92,17 @@ def wait_confirmed(conn: psycopg.Connection, slot: str, target: int, timeout: fl
 
 
 def copy_baseline(dsn: str, table: str) -> tuple[int, float]:
+    """COPY TO STDOUT read as fast as Python can (libpq directly, one call per row) and thrown away."""
     rows = 0
     with psycopg.connect(dsn) as conn, stopwatch() as t:
-        with conn.cursor().copy(f"COPY {table} TO STDOUT") as copy:
-            for _ in copy:
-                rows += 1
+        pgconn = conn.pgconn
+        pgconn.send_query(f"COPY {table} TO STDOUT".encode())
+        pgconn.get_result()
+        get = pgconn.get_copy_data
+        while get(0)[0] > 0:
+            rows += 1
+        while pgconn.get_result() is not None:
+            pass
     return rows, t["seconds"]
 
 

@@ -51,11 +51,15 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("phase", ["snapshot", "stream"])
-def test_type_round_trip(pg: psycopg.Connection, pg_dsn: str, lake_dir, phase: str) -> None:
+@pytest.mark.parametrize("phase", ["snapshot", "snapshot-libpq", "stream"])
+def test_type_round_trip(pg: psycopg.Connection, pg_dsn: str, lake_dir, phase: str, monkeypatch) -> None:
+    if phase == "snapshot-libpq":  # without a psql binary the snapshot reads COPY through libpq
+        from connectors.postgres import snapshot
+
+        monkeypatch.setattr(snapshot, "psql_binary", lambda: None)
     pg.execute(TYPES_DDL)
     settings = make_settings(pg_dsn, lake_dir, ["public.all_types"])
-    if phase == "snapshot":
+    if phase.startswith("snapshot"):
         pg.execute("INSERT INTO all_types VALUES " + ", ".join(ROWS))
     with running_worker(settings):
         wait_caught_up(pg)

@@ -121,3 +121,13 @@ def test_conversion_error_names_the_value() -> None:
         codec.convert(pa.array(["1.00", "NaN"]))
     assert codec.convert(pa.array(["1.5", None])).to_pylist() == [Decimal("1.50"), None]
     assert _cast(pa.int32(), "int")(pa.array(["7"])).to_pylist() == [7]
+
+
+def test_copy_text_format_unescaping_and_psql_environment() -> None:
+    from connectors.postgres.snapshot import _psql_env, parse_text
+
+    data = b"1\ta\\tb\\nc\\\\d\t\\N\n2\t\t\\\\x00ff\n"
+    table = parse_text(data, ["id", "s", "b"])
+    assert table.to_pylist() == [{"id": "1", "s": "a\tb\nc\\d", "b": None}, {"id": "2", "s": "", "b": "\\x00ff"}]
+    info, env = _psql_env("host=/tmp dbname=app user=u password=secret", {"TimeZone": "UTC"})
+    assert "secret" not in info and env["PGPASSWORD"] == "secret" and "-c TimeZone=UTC" in env["PGOPTIONS"]

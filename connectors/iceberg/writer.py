@@ -14,12 +14,14 @@ pyiceberg offers no API to add data files written chunk by chunk to one snapshot
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
@@ -365,8 +367,7 @@ class SnapshotSink:
 
     def _write_changelog(self, data: pa.Table) -> None:
         assert self.table.changelog is not None and self._ctxn is not None
-        full = data.append_column(COMMIT_TS, pa.array([self.commit_ts] * data.num_rows, pa.int64())
-                                  .cast(pa.timestamp("us", tz="UTC")))
+        full = data.append_column(COMMIT_TS, _repeat(self.commit_ts, data.num_rows, pa.timestamp("us", tz="UTC")))
         _write_files(self._ctxn, self.table.changelog, merge.conform(full, self.table.changelog.schema().as_arrow()),
                      self._producer)
 
@@ -375,16 +376,19 @@ class SnapshotSink:
         n = chunk.num_rows
         if n == 0:
             return
-        seqs = pa.array(range(self.rows + 1, self.rows + n + 1), pa.int64())
-        rows = (chunk.append_column(OP, pa.array(["r"] * n, pa.string()))
-                .append_column(LSN, pa.array([self.position.lsn] * n, pa.int64()))
+        seqs = pa.array(np.arange(self.rows + 1, self.rows + n + 1, dtype=np.int64))
+        rows = (chunk.append_column(OP, _repeat("r", n, pa.string()))
+                .append_column(LSN, _repeat(self.position.lsn, n, pa.int64()))
                 .append_column(SEQ, seqs))
-        self._write_changelog(rows)
         state = self.table.state
-        if state is not None and self._state_txn is not None:
-            full = rows.append_column(COMMIT_TS, pa.array([self.commit_ts] * n, pa.int64())
-                                      .cast(pa.timestamp("us", tz="UTC")))
-            _write_files(self._state_txn, state, merge.conform(full, state.schema().as_arrow()), self._state_producer)
+        if state is None or self._state_txn is None:
+            self._write_changelog(rows)
+        else:  # both tables get the rows: encode the two files side by side (Parquet encoding releases the GIL)
+            full = rows.append_column(COMMIT_TS, _repeat(self.commit_ts, n, pa.timestamp("us", tz="UTC")))
+            other = _POOL.submit(_write_files, self._state_txn, state, merge.conform(full, state.schema().as_arrow()),
+                                 self._state_producer)
+            self._write_changelog(rows)
+            other.result()
         self.rows += n
 
     def finish_changelog(self) -> None:
@@ -397,5 +401,10 @@ class SnapshotSink:
         self._state_txn.commit_transaction()
 
 
-def keys_of(table: pa.Table, key: Sequence[str]) -> pa.Table:
-    return table.select(list(key))
+_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-snapshot-writer")
+
+
+def _repeat(value: object, n: int, typ: pa.DataType) -> pa.Array:
+    if pa.types.is_timestamp(typ):
+        return pa.repeat(pa.scalar(value, pa.int64()), n).cast(typ)
+    return pa.repeat(pa.scalar(value, typ), n)

