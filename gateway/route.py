@@ -15,10 +15,11 @@ result was truncated). Time travel (``FOR VERSION AS OF`` / ``FOR TIMESTAMP AS O
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import sqlglot
 from sqlglot import exp
@@ -67,7 +68,7 @@ class Router:
     def plan(self, ast: exp.Expression, max_rows: int | None) -> Plan:
         ast = ast.copy()
         if isinstance(ast, exp.Subquery) and not ast.args.get("alias"):
-            ast = ast.unnest()
+            ast = cast(exp.Expression, ast.unnest())
         listing = self.lake.listing()
         ctes = {_fold(cte.args["alias"].this) for cte in ast.find_all(exp.CTE) if cte.args.get("alias")}
         resolved: list[tuple[exp.Table, TableRef]] = []
@@ -170,20 +171,28 @@ def _with_views(ast: exp.Expression, views: dict[str, str]) -> exp.Expression:
     """Prepend the lake views as non-materialized CTEs to the statement's WITH clause."""
     ctes = [
         exp.CTE(
-            this=sqlglot.parse_one(sql, read="duckdb"),
+            this=_parsed_view(sql).copy(),
             alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)),
             materialized=False,
         )
         for name, sql in views.items()
     ]
     if isinstance(ast, exp.Values):
-        ast = exp.select("*").from_(ast.subquery("_values"))
+        ast = exp.select("*").from_(
+            exp.Subquery(this=ast, alias=exp.TableAlias(this=exp.to_identifier("_values")))
+        )
     existing = ast.args.get("with_")
     if existing is not None:
         existing.set("expressions", ctes + list(existing.expressions))
     else:
         ast.set("with_", exp.With(expressions=ctes))
     return ast
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_view(sql: str) -> exp.Expression:
+    """Views are regenerated for every query but change only when a table commits: parse each text once."""
+    return cast(exp.Expression, sqlglot.parse_one(sql, read="duckdb"))
 
 
 def cap_rows(ast: exp.Expression, max_rows: int | None) -> None:

