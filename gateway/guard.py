@@ -175,7 +175,7 @@ def iter_tables(ast: exp.Expression) -> Iterator[exp.Table]:
             yield table
 
 
-def _forbidden(node: exp.Expression, message: str) -> Forbidden:
+def _forbidden(node: exp.Expression | exp.Func, message: str) -> Forbidden:
     line, col = position(node)
     return Forbidden(message, line=line, column=col)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import cast
 
 import sqlglot
 from sqlglot import exp
@@ -109,7 +110,7 @@ def parse_one(sql: str) -> exp.Expression:
             f"only one statement per request is allowed; this request holds {len(statements)} "
             "(separated by ';')"
         )
-    return statements[0]
+    return cast(exp.Expression, statements[0])
 
 
 def _syntax_error(exc: ParseError) -> SqlSyntaxError:
@@ -156,7 +157,7 @@ def _show(sql: str, tokens: list[Token]) -> Statement:
     return Statement(SHOW, None, sql, show=what, show_in=where)
 
 
-def position(node: exp.Expression) -> tuple[int | None, int | None]:
+def position(node: exp.Expression | exp.Func) -> tuple[int | None, int | None]:
     """Line and column of ``node`` in the user's SQL, when sqlglot recorded them."""
     for sub in node.walk():
         meta = getattr(sub, "_meta", None) or {}
