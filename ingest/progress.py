@@ -16,7 +16,7 @@ class Progress:
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.every = every if self.tty else 10.0
         self.started = time.monotonic()
-        self.last = 0.0
+        self.last = self.started  # small tables finish before the first progress line
         self.rows = 0
 
     def rate(self) -> float:
@@ -36,7 +36,7 @@ class Progress:
             log.info(text)
 
     def done(self) -> None:
-        if self.tty and self.last:
+        if self.tty and self.last > self.started:
             self.stream.write("\r\033[K")
             self.stream.flush()
         elapsed = time.monotonic() - self.started

@@ -33,6 +33,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from lakegate.demo import run
+
+    return run(args.dir, args.port, args.rate)
+
+
 def _cmd_maintain(args: argparse.Namespace) -> int:
     from ingest.maintain import run
 
@@ -43,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakegate", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="embedded PostgreSQL + demo workload + ingest + gateway; Ctrl-C to stop")
+    demo.add_argument("--dir", default="./.lakegate", help="where the demo keeps its data (default ./.lakegate)")
+    demo.add_argument("--port", type=int, default=8080, help="gateway port (default 8080)")
+    demo.add_argument("--rate", type=float, default=20.0, help="changed rows per second (default 20; 0 = none)")
+    demo.set_defaults(func=_cmd_demo)
 
     ingest = sub.add_parser("ingest", help="run the ingest worker until SIGTERM/SIGINT")
     ingest.add_argument("--config", required=True, help="TOML configuration file")
