@@ -64,6 +64,8 @@ class Worker:
         self.flushes = 0
         self.rows_written = 0
         self.on_flush: Callable[[Flush], None] | None = None
+        self.source: PostgresSource | None = None  #: while running, for status and tests
+        self.committer: Committer | None = None
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -109,6 +111,7 @@ class Worker:
         source = PostgresSource(self.src.dsn, self.refs, slot=self.src.slot, publication=self.src.publication,
                                 unbounded_numeric=self.cfg.unbounded_numeric, name=self.src.name)
         source.on_table_failed = self._table_failed
+        self.source = source
         try:
             schemas = source.prepare()
             self._open_lake(schemas)
@@ -157,7 +160,7 @@ class Worker:
 
     def _stream(self, source: PostgresSource) -> None:
         interval = self.cfg.commit_interval
-        committer = Committer(lambda flush: self._write(flush, source))
+        committer = self.committer = Committer(lambda flush: self._write(flush, source))
         committer.start()
 
         def confirm() -> None:  # on the reading thread: the only one that talks to PostgreSQL

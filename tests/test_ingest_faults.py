@@ -171,4 +171,44 @@ def test_idle_published_tables_do_not_hold_wal_back(pg, pg_dsn, lake_dir) -> Non
         (written,) = pg.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
         wait_for(lambda: confirmed() >= parse_lsn(written), timeout=60, what="the slot to confirm idle WAL")
     assert confirmed() - start > 1_000_000, "the slot should have moved past the unpublished table's WAL"
-    assert lake_table(settings, "public.published").changelog.current_snapshot().summary["total-records"] == "0"
+    changelog = lake_table(settings, "public.published").changelog
+    assert changelog.current_snapshot().summary["total-records"] == "0"
+    assert len(changelog.snapshots()) == 1, "idle tables must not get empty commits"
+
+
+def test_a_slow_lake_makes_the_worker_stop_reading_instead_of_buffering(pg, pg_dsn, lake_dir, monkeypatch) -> None:
+    from connectors.iceberg.writer import LakeTable
+
+    original = LakeTable.append
+
+    def slow_append(self, data, position):  # type: ignore[no-untyped-def]
+        time.sleep(0.3)
+        original(self, data, position)
+
+    monkeypatch.setattr(LakeTable, "append", slow_append)
+    pg.execute("CREATE TABLE flood (id int PRIMARY KEY, pad text)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.flood"], commit_interval="0.05s", max_batch_rows=1000)
+    peak = {"buffered": 0, "in_flight": 0}
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                if worker.source is not None and worker.committer is not None:
+                    peak["buffered"] = max(peak["buffered"], worker.source._pending_rows)
+                    peak["in_flight"] = max(peak["in_flight"], worker.committer.in_flight)
+                time.sleep(0.005)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        for start in range(0, 30_000, 500):
+            pg.execute("INSERT INTO flood SELECT g, repeat('p', 100) FROM generate_series(%s::int, %s::int) g",
+                       (start, start + 499))
+        wait_caught_up(pg, timeout=120)
+        done.set()
+        sampler.join()
+    assert peak["buffered"] <= 1000 + 1, f"the reader kept buffering: {peak}"
+    assert peak["in_flight"] <= 2, f"flushes piled up: {peak}"
+    assert peak["in_flight"] >= 1, "the lake was never the bottleneck; the test proves nothing"
+    assert_lake_equals_source(pg, settings, "public.flood")
