@@ -78,8 +78,8 @@ class SourceSettings:
 class IngestSettings:
     commit_interval: float = _help("Longest time a change waits before it is committed to Iceberg.", 1.0,
                                    kind="duration")
-    max_batch_rows: int = _help("Flush earlier when this many changes are buffered.", 500_000)
-    max_batch_bytes: int = _help("Flush earlier when this many bytes of changes are buffered.", 256 * 2**20,
+    max_batch_rows: int = _help("Flush earlier when this many changes are buffered.", 100_000)
+    max_batch_bytes: int = _help("Flush earlier when this many bytes of changes are buffered.", 64 * 2**20,
                                  kind="size")
     fold_interval: float = _help("How often the change-log tail is merged into the state table.", 60.0,
                                  kind="duration")
