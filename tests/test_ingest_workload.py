@@ -118,3 +118,28 @@ def test_snapshot_in_many_chunks(pg: psycopg.Connection, pg_dsn: str, lake_dir, 
     files = list(table.state.scan().plan_files())
     assert len(files) > 5, "the snapshot should have been written in several chunks"
     assert table.changelog.current_snapshot().summary["added-records"] == "20000"
+
+
+def test_a_table_added_later_is_copied_while_the_others_resume(pg: psycopg.Connection, pg_dsn: str,
+                                                                lake_dir) -> None:
+    pg.execute("CREATE TABLE first (id int PRIMARY KEY, v int)")
+    pg.execute("CREATE TABLE second (id int PRIMARY KEY, v int)")
+    pg.execute("INSERT INTO first SELECT g, g FROM generate_series(1, 100) g")
+    pg.execute("INSERT INTO second SELECT g, g FROM generate_series(1, 100) g")
+    with running_worker(make_settings(pg_dsn, lake_dir, ["public.first"])):
+        wait_caught_up(pg)
+    # while no worker runs, both tables change; then 'second' joins the replicated tables
+    pg.execute("UPDATE first SET v = -v WHERE id <= 10")
+    pg.execute("UPDATE second SET v = -v WHERE id <= 20")
+    settings = make_settings(pg_dsn, lake_dir, ["public.first", "public.second"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+        pg.execute("UPDATE second SET v = 0 WHERE id = 50")
+        pg.execute("DELETE FROM first WHERE id = 1")
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.first")
+    second = assert_lake_equals_source(pg, settings, "public.second")
+    ops = second.changelog.scan().to_arrow()["_op"].to_pylist()
+    assert ops.count("r") == 100 and ops.count("u") == 1, "copied once at its own snapshot point, then streamed"
+    slots = pg.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'lakegate_pg%'").fetchone()
+    assert slots == (1,), "the temporary slot of the second copy must be gone"
