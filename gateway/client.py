@@ -1,0 +1,717 @@
+"""lakegate's Python client: a PEP 249 (DB-API 2.0) connection to the gateway over HTTP, plus whole results as
+Arrow tables and pandas DataFrames.
+
+    import lakegate
+    conn = lakegate.connect("http://127.0.0.1:8080", token="...")
+    cur = conn.cursor()
+    cur.execute("SELECT id, amount FROM lake.public.transactions WHERE user_id = %s", (42,))
+    cur.fetchall()
+    conn.query("SELECT * FROM lake.public.users").to_pandas()
+
+Hand-written on httpx and pyarrow only (no DuckDB, no pyiceberg, pandas only inside ``to_pandas``), so that a
+client install stays light. Every result travels as an Arrow IPC stream (``format=arrow``), so values keep
+their exact types: decimals stay ``Decimal``, ``timestamptz`` stays an aware ``datetime`` in UTC, dates stay
+dates.
+
+Parameters: ``paramstyle = "pyformat"`` — ``%s`` with a sequence, ``%(name)s`` with a mapping, ``%%`` for a
+literal ``%`` (placeholders inside literals and comments are ignored). The gateway takes SQL text only, so
+values are bound client-side as literals (:mod:`gateway.client_sql`).
+
+The gateway is read-only and every statement is its own read-only transaction: ``commit()`` and ``rollback()``
+do nothing. Exceptions (the standard tree; httpx errors are translated at this boundary)::
+
+    Warning
+    Error
+    ├── InterfaceError          the client was misused, or the server's answer was not lakegate's
+    └── DatabaseError           the gateway answered with an error; .code .message .line .column .status
+        ├── DataError
+        ├── OperationalError    cannot reach the gateway, unauthorized, timeout, too large, busy, cancelled
+        ├── IntegrityError
+        ├── InternalError       internal (500)
+        ├── ProgrammingError    syntax_error, query_error, forbidden, not_found, bad_request, bad parameters
+        └── NotSupportedError   unsupported, parameters without a portable literal
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import io
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pyarrow as pa
+
+from gateway import client_sql
+
+if TYPE_CHECKING:
+    import pandas
+
+apilevel = "2.0"
+threadsafety = 2  # threads may share the module and connections (httpx.Client is thread-safe), not cursors
+paramstyle = "pyformat"
+DEFAULT_URL = "http://127.0.0.1:8080"
+ARROW = "application/vnd.apache.arrow.stream"
+NUMERIC_TEXT = b"lakegate.numeric"
+READ_CHUNK = 1 << 16
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+
+class Warning(Exception):  # noqa: A001 - the name PEP 249 prescribes
+    """Important warnings (PEP 249). lakegate raises none today."""
+
+
+class Error(Exception):
+    """Base of every lakegate client error. ``code``, ``line`` and ``column`` come from the gateway."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.line = line
+        self.column = column
+        self.status = status
+        self.request_id = request_id
+
+
+class InterfaceError(Error):
+    pass
+
+
+class DatabaseError(Error):
+    pass
+
+
+class DataError(DatabaseError):
+    pass
+
+
+class OperationalError(DatabaseError):
+    pass
+
+
+class IntegrityError(DatabaseError):
+    pass
+
+
+class InternalError(DatabaseError):
+    pass
+
+
+class ProgrammingError(DatabaseError):
+    pass
+
+
+class NotSupportedError(DatabaseError):
+    pass
+
+
+ERROR_CLASSES: dict[str, type[DatabaseError]] = {
+    "syntax_error": ProgrammingError,
+    "query_error": ProgrammingError,
+    "forbidden": ProgrammingError,
+    "not_found": ProgrammingError,
+    "bad_request": ProgrammingError,
+    "unsupported": NotSupportedError,
+    "unauthorized": OperationalError,
+    "timeout": OperationalError,
+    "too_large": OperationalError,
+    "client_closed": OperationalError,
+    "unavailable": OperationalError,
+    "internal": InternalError,
+}
+
+
+def error_from_body(status: int, body: bytes) -> Error:
+    """The exception for a gateway error response (``{"error": {"code", "message", "line", "column"}}``)."""
+    try:
+        error = json.loads(body)["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        text = body.decode("utf-8", "replace").strip()[:500]
+        return InterfaceError(
+            f"the server answered HTTP {status} without a lakegate error body: {text or '(empty)'}; "
+            "is the URL the gateway's?",
+            status=status,
+        )
+    cls = ERROR_CLASSES.get(code, OperationalError if status >= 500 else DatabaseError)
+    return cls(
+        message,
+        code=code,
+        line=error.get("line"),
+        column=error.get("column"),
+        status=status,
+        request_id=error.get("request_id"),
+    )
+
+
+# ----------------------------------------------------------------------------------- types (PEP 249)
+
+
+class TypeCode(str):
+    """A column's type code in ``Cursor.description``: the Arrow type's name (``int64``,
+    ``decimal128(12, 2)``,
+    ``timestamp[us, tz=UTC]``, ...), carrying the Arrow type itself as ``.arrow``. Compares equal to the
+    module's type objects (``NUMBER``, ``STRING``, ``DATETIME``, ``BINARY``, ``ROWID``) the way PEP 249
+    says."""
+
+    arrow: pa.DataType
+    numeric_text: bool
+
+    @classmethod
+    def of(cls, field: pa.Field) -> TypeCode:
+        numeric_text = _numeric_text(field)
+        code = cls("numeric" if numeric_text else str(field.type))
+        code.arrow = field.type
+        code.numeric_text = numeric_text
+        return code
+
+
+class DBAPITypeObject:
+    def __init__(self, name: str, test: Any) -> None:
+        self.name = name
+        self._test = test
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TypeCode):
+            return bool(self._test(other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"lakegate.{self.name}"
+
+
+def _is_number(code: TypeCode) -> bool:
+    t = code.arrow
+    return code.numeric_text or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _is_binary(code: TypeCode) -> bool:
+    t = code.arrow
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+
+
+def _is_datetime(code: TypeCode) -> bool:
+    t = code.arrow
+    return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t)
+
+
+NUMBER = DBAPITypeObject("NUMBER", _is_number)
+BINARY = DBAPITypeObject("BINARY", _is_binary)
+DATETIME = DBAPITypeObject("DATETIME", _is_datetime)
+STRING = DBAPITypeObject("STRING", lambda c: not (_is_number(c) or _is_binary(c) or _is_datetime(c)))
+ROWID = DBAPITypeObject("ROWID", lambda c: False)
+
+Date = datetime.date
+Time = datetime.time
+Timestamp = datetime.datetime
+Binary = bytes
+
+
+def DateFromTicks(ticks: float) -> datetime.date:  # noqa: N802 - PEP 249 names
+    return datetime.date.fromtimestamp(ticks)
+
+
+def TimeFromTicks(ticks: float) -> datetime.time:  # noqa: N802
+    return datetime.datetime.fromtimestamp(ticks).time()
+
+
+def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802
+    return datetime.datetime.fromtimestamp(ticks)
+
+
+def describe(schema: pa.Schema) -> list[tuple[Any, ...]]:
+    """``Cursor.description`` for an Arrow schema: (name, type_code, display_size, internal_size, precision,
+    scale, null_ok)."""
+    out = []
+    for field in schema:
+        t = field.type
+        precision = t.precision if pa.types.is_decimal(t) else None
+        scale = t.scale if pa.types.is_decimal(t) else None
+        out.append((field.name, TypeCode.of(field), None, None, precision, scale, field.nullable))
+    return out
+
+
+def _numeric_text(field: pa.Field) -> bool:
+    """PostgreSQL ``numeric`` without precision travels as exact text, marked in the field's metadata."""
+    return bool(field.metadata and field.metadata.get(NUMERIC_TEXT))
+
+
+def _column_values(column: pa.Array, field: pa.Field) -> list[Any]:
+    """Python values of a column; values Python cannot hold (e.g. infinite timestamps) become their text."""
+    if _numeric_text(field):
+        return [None if v is None else decimal.Decimal(v) for v in column.to_pylist()]
+    try:
+        return column.to_pylist()
+    except (ValueError, OverflowError, pa.ArrowException):
+        return column.cast(pa.string()).to_pylist()
+
+
+def batch_rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+    if not batch.num_columns:
+        return []
+    columns = [_column_values(c, f) for c, f in zip(batch.columns, batch.schema, strict=True)]
+    return list(zip(*columns, strict=True))
+
+
+# ----------------------------------------------------------------------------------------- transport
+
+
+class _ResponseReader(io.RawIOBase):
+    """A streaming HTTP body as a raw file (short reads); wrapped in a BufferedReader for
+    ``pyarrow.ipc.open_stream``, which expects every read to be full until the end."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._chunks = response.iter_bytes()
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        while not self._buffer:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._buffer = chunk
+        n = min(len(target), len(self._buffer))
+        target[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
+
+
+@dataclass
+class _Answer:
+    """An open query response: the Arrow stream reader and what the headers told."""
+
+    response: httpx.Response
+    reader: pa.ipc.RecordBatchStreamReader
+    route: str | None
+    rows: int | None
+    truncated: bool | None
+    elapsed_ms: float | None
+    max_rows: int | None
+
+
+def _header_int(response: httpx.Response, name: str) -> int | None:
+    value = response.headers.get(name)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+class Connection:
+    """A connection to one gateway. Cheap: an HTTP connection pool; nothing is held on the server."""
+
+    Warning, Error, InterfaceError, DatabaseError = Warning, Error, InterfaceError, DatabaseError
+    DataError, OperationalError, IntegrityError = DataError, OperationalError, IntegrityError
+    InternalError, ProgrammingError, NotSupportedError = InternalError, ProgrammingError, NotSupportedError
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float | None = None,
+        max_rows: int | None = None,
+        http_timeout: float = 600.0,
+    ) -> None:
+        self.url = (url or os.environ.get("LAKEGATE_URL") or DEFAULT_URL).rstrip("/")
+        if not self.url.startswith(("http://", "https://")):
+            raise InterfaceError(f"the gateway URL must start with http:// or https://, got {self.url!r}")
+        token = token if token is not None else os.environ.get("LAKEGATE_TOKEN") or None
+        self.timeout = timeout
+        self.max_rows = max_rows
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=httpx.Timeout(http_timeout, connect=10.0)
+        )
+        self._closed = False
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------------------------------- PEP 249
+
+    def cursor(self) -> Cursor:
+        self._check()
+        return Cursor(self)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._http.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def commit(self) -> None:
+        """Nothing to commit: the gateway is read-only."""
+        self._check()
+
+    def rollback(self) -> None:
+        """Nothing to roll back: every statement is its own read-only transaction."""
+        self._check()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------- extras
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
+        """Run ``sql`` and read the whole result (as Arrow)."""
+        cursor = self.cursor()
+        try:
+            cursor.execute(sql, params)
+            table = cursor.fetch_arrow_table()
+            return Result(table, cursor.route, cursor.truncated, cursor.elapsed_ms)
+        finally:
+            cursor.close()
+
+    def schema(self) -> dict[str, Any]:
+        """``GET /v1/schema``: sources, tables, columns and types."""
+        return self._get_json("/v1/schema")
+
+    def status(self) -> dict[str, Any]:
+        """``GET /v1/status``: per lake table, committed position and lag."""
+        return self._get_json("/v1/status")
+
+    def explain(self, sql: str) -> dict[str, Any]:
+        """``POST /v1/explain``: the route and the SQL each engine runs."""
+        response = self._request("POST", "/v1/explain", json={"sql": sql})
+        return response.json()  # type: ignore[no-any-return]
+
+    # -------------------------------------------------------------------------------------- transport
+
+    def _check(self) -> None:
+        if self._closed:
+            raise InterfaceError("the connection is closed")
+
+    def _get_json(self, path: str) -> dict[str, Any]:
+        return self._request("GET", path).json()  # type: ignore[no-any-return]
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        self._check()
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.url, exc) from exc
+        if response.status_code != 200:
+            raise error_from_body(response.status_code, response.content)
+        return response
+
+    def _open(self, sql: str) -> _Answer:
+        """Send one query and open its Arrow stream (errors before the first row are raised here)."""
+        self._check()
+        body: dict[str, Any] = {"sql": sql, "format": "arrow"}
+        if self.max_rows is not None:
+            body["max_rows"] = self.max_rows
+        if self.timeout is not None:
+            body["timeout_ms"] = self.timeout * 1000
+        request = self._http.build_request("POST", "/v1/query", json=body, headers={"Accept": ARROW})
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(self.url, exc) from exc
+        try:
+            return self._answer(response)
+        except BaseException:
+            response.close()
+            raise
+
+    def _answer(self, response: httpx.Response) -> _Answer:
+        if response.status_code != 200:
+            raise error_from_body(response.status_code, response.read())
+        if not response.headers.get("content-type", "").startswith(ARROW):
+            raise InterfaceError(
+                f"expected an Arrow stream from {self.url}/v1/query, "
+                f"got {response.headers.get('content-type')!r}"
+            )
+        try:
+            reader = pa.ipc.open_stream(io.BufferedReader(_ResponseReader(response), READ_CHUNK))
+        except (pa.ArrowException, OSError, httpx.HTTPError) as exc:
+            raise OperationalError(f"the result stream from {self.url} could not be read: {exc}") from exc
+        truncated = response.headers.get("x-lakegate-truncated")
+        elapsed = response.headers.get("x-lakegate-elapsed-ms")
+        return _Answer(
+            response,
+            reader,
+            response.headers.get("x-lakegate-route"),
+            _header_int(response, "x-lakegate-rows"),
+            None if truncated is None else truncated == "true",
+            float(elapsed) if elapsed else None,
+            _header_int(response, "x-lakegate-max-rows"),
+        )
+
+
+def _transport_error(url: str, exc: httpx.HTTPError) -> Error:
+    if isinstance(exc, httpx.TimeoutException):
+        return OperationalError(f"the gateway at {url} did not answer in time ({type(exc).__name__}): {exc}")
+    if isinstance(exc, httpx.TransportError):
+        return OperationalError(f"cannot reach the lakegate gateway at {url}: {exc or type(exc).__name__}")
+    return InterfaceError(f"HTTP request to {url} failed: {exc}")
+
+
+class Cursor:
+    """Runs statements and fetches their rows. Rows stream from the gateway as they are fetched."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.arraysize = 1
+        self.description: list[tuple[Any, ...]] | None = None
+        self.rowcount = -1
+        self.rownumber: int | None = None
+        self.route: str | None = None
+        self.truncated: bool | None = None
+        self.elapsed_ms: float | None = None
+        self.schema: pa.Schema | None = None
+        self._answer: _Answer | None = None
+        self._rows: list[tuple[Any, ...]] = []
+        self._pos = 0
+        self._received = 0
+        self._done = True
+        self._closed = False
+
+    # ----------------------------------------------------------------------------------------- PEP 249
+
+    def execute(self, operation: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None) -> Cursor:
+        self._check()
+        self._reset()
+        try:
+            sql = client_sql.bind(operation, parameters)
+        except client_sql.UnsupportedValue as exc:
+            raise NotSupportedError(str(exc)) from exc
+        except client_sql.SqlTextError as exc:
+            raise ProgrammingError(str(exc)) from exc
+        answer = self.connection._open(sql)
+        self._answer = answer
+        self.schema = answer.reader.schema
+        self.description = describe(answer.reader.schema)
+        self.route, self.elapsed_ms = answer.route, answer.elapsed_ms
+        self.truncated = answer.truncated
+        self.rowcount = answer.rows if answer.rows is not None else -1
+        self.rownumber = 0
+        self._done = False
+        return self
+
+    def executemany(
+        self, operation: str, seq_of_parameters: Sequence[Sequence[Any] | Mapping[str, Any]]
+    ) -> Cursor:
+        """Runs ``operation`` once per parameter set; the last result is the one fetched."""
+        for parameters in seq_of_parameters:
+            self.execute(operation, parameters)
+        return self
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self._take(1)
+        return rows[0] if rows else None
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        return self._take(self.arraysize if size is None else size)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._take(None)
+
+    def close(self) -> None:
+        self._reset()
+        self._closed = True
+
+    def setinputsizes(self, sizes: Any) -> None:
+        pass
+
+    def setoutputsize(self, size: Any, column: int | None = None) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------- extras
+
+    def cancel(self) -> None:
+        """Stop reading the current result; the gateway then cancels the query (it sees the client go)."""
+        self._reset()
+
+    def fetch_arrow_table(self) -> pa.Table:
+        """The rest of the result as an Arrow table (exact types)."""
+        answer = self._answer_or_raise()
+        batches = []
+        if self._pos < len(self._rows):
+            raise InterfaceError("fetch_arrow_table() cannot follow a partial fetchone()/fetchmany()")
+        while (batch := self._next_batch(answer)) is not None:
+            batches.append(batch)
+        self._rows, self._pos = [], 0
+        table = pa.Table.from_batches(batches, schema=answer.reader.schema)
+        self.rownumber = (self.rownumber or 0) + table.num_rows
+        return table
+
+    # -------------------------------------------------------------------------------------- internals
+
+    def _check(self) -> None:
+        if self._closed:
+            raise InterfaceError("the cursor is closed")
+        self.connection._check()
+
+    def _reset(self) -> None:
+        if self._answer is not None:
+            self._answer.response.close()
+            self._answer = None
+        self._rows, self._pos, self._done, self._received = [], 0, True, 0
+        self.description, self.rowcount, self.rownumber, self.schema = None, -1, None, None
+        self.route = self.truncated = self.elapsed_ms = None
+
+    def _answer_or_raise(self) -> _Answer:
+        self._check()
+        if self._answer is None and self.description is None:
+            raise ProgrammingError("no statement has been executed on this cursor")
+        assert self._answer is not None or self._done
+        return self._answer  # type: ignore[return-value]
+
+    def _next_batch(self, answer: _Answer | None) -> pa.RecordBatch | None:
+        if self._done or answer is None:
+            return None
+        try:
+            batch = answer.reader.read_next_batch()
+        except StopIteration:
+            self._finish(answer)
+            return None
+        except (pa.ArrowException, OSError, httpx.HTTPError) as exc:
+            self._reset()
+            raise OperationalError(
+                "the result stream ended early: the query failed after it had started sending rows "
+                f"(the gateway's log says why): {exc}"
+            ) from exc
+        self._received += batch.num_rows
+        return batch
+
+    def _finish(self, answer: _Answer) -> None:
+        self._done = True
+        answer.response.close()
+        if self.rowcount < 0:
+            self.rowcount = self._received
+        if self.truncated is None and answer.max_rows is not None:
+            self.truncated = self.rowcount >= answer.max_rows > 0
+
+    def _take(self, n: int | None) -> list[tuple[Any, ...]]:
+        answer = self._answer_or_raise()
+        out: list[tuple[Any, ...]] = []
+        while n is None or len(out) < n:
+            if self._pos >= len(self._rows):
+                batch = self._next_batch(answer)
+                if batch is None:
+                    break
+                self._rows, self._pos = batch_rows(batch), 0
+                continue
+            end = len(self._rows) if n is None else min(len(self._rows), self._pos + n - len(out))
+            out.extend(self._rows[self._pos : end])
+            self._pos = end
+        self.rownumber = (self.rownumber or 0) + len(out)
+        return out
+
+
+@dataclass
+class Result:
+    """A whole query result. ``truncated`` is None when the gateway could not say (see the README)."""
+
+    table: pa.Table
+    route: str | None
+    truncated: bool | None
+    elapsed_ms: float | None
+
+    def to_arrow(self) -> pa.Table:
+        return self.table
+
+    def to_pandas(self, *, arrow_dtypes: bool = False, **kwargs: Any) -> pandas.DataFrame:
+        """A DataFrame. By default decimals are ``Decimal`` objects, ``timestamptz`` is
+        ``datetime64[us, UTC]``
+        and dates are ``datetime.date`` objects (``numeric`` without precision, which travels as exact text,
+        becomes ``Decimal`` too); ``arrow_dtypes=True`` keeps every column's Arrow type
+        (``pd.ArrowDtype``). Other keyword arguments go to ``pyarrow.Table.to_pandas``."""
+        if arrow_dtypes:
+            import pandas as pd
+
+            kwargs.setdefault("types_mapper", pd.ArrowDtype)
+            return self.table.to_pandas(**kwargs)
+        frame = self.table.to_pandas(**kwargs)
+        for i, field in enumerate(self.table.schema):
+            if _numeric_text(field):  # exact text of an unbounded numeric -> Decimal
+                frame.isetitem(
+                    i, [None if v is None else decimal.Decimal(v) for v in self.table.column(i).to_pylist()]
+                )
+        return frame
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+
+def connect(
+    url: str | None = None,
+    token: str | None = None,
+    *,
+    timeout: float | None = None,
+    max_rows: int | None = None,
+    http_timeout: float = 600.0,
+) -> Connection:
+    """A connection to the gateway at ``url`` (default ``$LAKEGATE_URL``, else http://127.0.0.1:8080) with
+    ``token`` (default ``$LAKEGATE_TOKEN``). ``timeout`` (seconds) and ``max_rows`` lower the server's limits
+    for every query; ``http_timeout`` bounds the wait for any network read."""
+    return Connection(url, token, timeout=timeout, max_rows=max_rows, http_timeout=http_timeout)
+
+
+__all__ = [
+    "BINARY",
+    "DATETIME",
+    "NUMBER",
+    "ROWID",
+    "STRING",
+    "Binary",
+    "Connection",
+    "Cursor",
+    "DataError",
+    "DatabaseError",
+    "Date",
+    "DateFromTicks",
+    "Error",
+    "IntegrityError",
+    "InterfaceError",
+    "InternalError",
+    "NotSupportedError",
+    "OperationalError",
+    "ProgrammingError",
+    "Result",
+    "Time",
+    "TimeFromTicks",
+    "Timestamp",
+    "TimestampFromTicks",
+    "TypeCode",
+    "Warning",
+    "apilevel",
+    "connect",
+    "paramstyle",
+    "threadsafety",
+]
