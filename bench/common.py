@@ -18,8 +18,16 @@ from lakegate import embedded
 
 def start_postgres(root: Path) -> embedded.EmbeddedPostgres:
     # durability off: we measure lakegate, not the disk of a shared CI machine
-    return embedded.start(root / "pg", {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
-                                        "max_wal_size": "4GB", "checkpoint_timeout": "30min"})
+    return embedded.start(
+        root / "pg",
+        {
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_wal_size": "4GB",
+            "checkpoint_timeout": "30min",
+        },
+    )
 
 
 def workdir(prefix: str) -> Path:

@@ -28,8 +28,10 @@ from connectors.iceberg import catalog as lake_catalog  # noqa: E402
 from connectors.postgres.replication import ReplicationStream  # noqa: E402
 
 TABLE = "CREATE TABLE {} (id bigint PRIMARY KEY, a int, b text, c numeric(12,2), d timestamptz)"
-FILL = ("INSERT INTO {} SELECT g, g %% 1000, 'name ' || g, g / 100.0, now() - g * interval '1 second' "
-        "FROM generate_series(%s::int8, %s::int8) g")
+FILL = (
+    "INSERT INTO {} SELECT g, g %% 1000, 'name ' || g, g / 100.0, now() - g * interval '1 second' "
+    "FROM generate_series(%s::int8, %s::int8) g"
+)
 
 
 def config(root: Path, dsn: str, table: str, slot: str, interval: str = "1s") -> Path:
@@ -54,8 +56,11 @@ class Worker:
     def __init__(self, cfg: Path, log: Path) -> None:
         self.log = log
         self.out = open(log, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-m", "lakegate", "ingest", "--config", str(cfg)],
-                                     stdout=self.out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lakegate", "ingest", "--config", str(cfg)],
+            stdout=self.out,
+            stderr=subprocess.STDOUT,
+        )
         self.rss = PeakRss(self.proc.pid)
 
     def wait_for(self, pattern: str, timeout: float = 600) -> re.Match[str]:
@@ -77,8 +82,9 @@ class Worker:
 
 
 def confirmed(conn: psycopg.Connection, slot: str) -> int:
-    row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
-                       (slot,)).fetchone()
+    row = conn.execute(
+        "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+    ).fetchone()
     return parse_lsn(row[0]) if row and row[0] else 0
 
 
@@ -136,8 +142,10 @@ def workload(dsn: str, table: str, rows: int) -> int:
             conn.execute(FILL.format(table), (start, end))
             changes += end - start + 1
         for start in range(1, rows // 4 + 1, 1000):
-            cur = conn.execute(f"UPDATE {table} SET a = a + 1, c = c * 2 WHERE id BETWEEN %s AND %s",
-                               (start, min(rows // 4, start + 999)))
+            cur = conn.execute(
+                f"UPDATE {table} SET a = a + 1, c = c * 2 WHERE id BETWEEN %s AND %s",
+                (start, min(rows // 4, start + 999)),
+            )
             changes += cur.rowcount
         for start in range(rows - rows // 20 + 1, rows + 1, 1000):
             cur = conn.execute(f"DELETE FROM {table} WHERE id BETWEEN %s AND %s", (start, start + 999))
@@ -165,11 +173,17 @@ def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tup
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
     table = catalog.load_table("public.fresh__changelog")
-    stamps = sorted((int(s.summary.additional_properties["lakegate.lsn"]), s.timestamp_ms)
-                    for s in table.snapshots() if "lakegate.lsn" in s.summary.additional_properties)
+    stamps = sorted(
+        (int(s.summary.additional_properties["lakegate.lsn"]), s.timestamp_ms)
+        for s in table.snapshots()
+        if "lakegate.lsn" in s.summary.additional_properties
+    )
     rows = table.scan(selected_fields=("_lsn", "_commit_ts")).to_arrow()
-    commits = {(lsn, ts.timestamp()) for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(),
-                                                         strict=True) if lsn > start_lsn}
+    commits = {
+        (lsn, ts.timestamp())
+        for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(), strict=True)
+        if lsn > start_lsn
+    }
     delays = []
     for lsn, committed_at in commits:
         visible_ms = next(ms for stamp, ms in stamps if stamp >= lsn)
@@ -178,7 +192,9 @@ def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tup
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows inserted by the streaming workload")
     parser.add_argument("--snapshot-rows", type=int, default=1_000_000)
     parser.add_argument("--fresh-seconds", type=float, default=30.0)
@@ -203,8 +219,14 @@ def main() -> None:
         snap_rss = worker.stop()
         snap_rows, snap_seconds = int(done.group(1).replace(",", "")), float(done.group(2))
         assert snap_rows == copied == args.snapshot_rows
-        results.append(("initial snapshot, rows/s", f"{snap_rows / snap_seconds:,.0f}",
-                        f"{copied / copy_seconds:,.0f} (COPY to /dev/null)", f"{copy_seconds / snap_seconds:.2f}"))
+        results.append(
+            (
+                "initial snapshot, rows/s",
+                f"{snap_rows / snap_seconds:,.0f}",
+                f"{copied / copy_seconds:,.0f} (COPY to /dev/null)",
+                f"{copy_seconds / snap_seconds:.2f}",
+            )
+        )
 
         # 2. streaming: the worker end to end vs the raw pgoutput stream, over the same changes
         stream_cfg = config(root, dsn, "stream", "lakegate_stream")
@@ -224,20 +246,45 @@ def main() -> None:
             finished = wait_confirmed(conn, "lakegate_stream", target)
         stream_rss = worker.stop()
         worker_seconds = finished - started
-        results.append((f"stream, {changes:,} changes, rows/s", f"{changes / worker_seconds:,.0f}",
-                        f"{changes / raw_seconds:,.0f} (raw pgoutput read)", f"{raw_seconds / worker_seconds:.2f}"))
+        results.append(
+            (
+                f"stream, {changes:,} changes, rows/s",
+                f"{changes / worker_seconds:,.0f}",
+                f"{changes / raw_seconds:,.0f} (raw pgoutput read)",
+                f"{raw_seconds / worker_seconds:.2f}",
+            )
+        )
 
         # 3. freshness at a steady rate with the default commit interval
-        delays, fresh_rss = freshness(dsn, root, config(root, dsn, "fresh", "lakegate_fresh"), args.fresh_seconds,
-                                      args.fresh_rate)
-        results.append((f"freshness p50 at {args.fresh_rate:,} rows/s", f"{percentile(delays, 50):.2f} s",
-                        "target 1 s", ""))
-        results.append((f"freshness p99 at {args.fresh_rate:,} rows/s", f"{percentile(delays, 99):.2f} s",
-                        "target 2 s", ""))
+        delays, fresh_rss = freshness(
+            dsn, root, config(root, dsn, "fresh", "lakegate_fresh"), args.fresh_seconds, args.fresh_rate
+        )
+        results.append(
+            (
+                f"freshness p50 at {args.fresh_rate:,} rows/s",
+                f"{percentile(delays, 50):.2f} s",
+                "target 1 s",
+                "",
+            )
+        )
+        results.append(
+            (
+                f"freshness p99 at {args.fresh_rate:,} rows/s",
+                f"{percentile(delays, 99):.2f} s",
+                "target 2 s",
+                "",
+            )
+        )
         peak = max(snap_rss, stream_rss, fresh_rss)
-        results.append(("worker peak RSS", f"{peak / 2**20:,.0f} MiB",
-                        f"snapshot {snap_rss / 2**20:,.0f} / stream {stream_rss / 2**20:,.0f} / "
-                        f"fresh {fresh_rss / 2**20:,.0f}", ""))
+        results.append(
+            (
+                "worker peak RSS",
+                f"{peak / 2**20:,.0f} MiB",
+                f"snapshot {snap_rss / 2**20:,.0f} / stream {stream_rss / 2**20:,.0f} / "
+                f"fresh {fresh_rss / 2**20:,.0f}",
+                "",
+            )
+        )
     finally:
         pg.stop("immediate")
     print_table(f"lakegate ingest benchmark ({machine()}; PostgreSQL 18, fsync off)", results)

@@ -45,7 +45,7 @@ class Committer(threading.Thread):
 
     def completed(self) -> list[Flush]:
         """Flushes written since the last call, oldest first; raises what the writer failed with."""
-        done = []
+        done: list[Flush] = []
         while True:
             try:
                 done.append(self._done.get_nowait())
@@ -58,7 +58,7 @@ class Committer(threading.Thread):
 
     def drain(self) -> list[Flush]:
         """Wait until every queued flush is written; returns them."""
-        done = []
+        done: list[Flush] = []
         while self.in_flight > len(done):
             self._raise_if_failed()
             try:

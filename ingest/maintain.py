@@ -30,16 +30,25 @@ def maintain_table(table: LakeTable, settings: Settings, *, fold: bool, compact:
     if fold:
         table.fold()
     tables = [t for t in (table.changelog, table.state) if t is not None]
-    maintenance.run(tables, do_compact=compact, do_expire=expire,
-                    expiry=timedelta(seconds=settings.ingest.snapshot_expiry))
+    maintenance.run(
+        tables,
+        do_compact=compact,
+        do_expire=expire,
+        expiry=timedelta(seconds=settings.ingest.snapshot_expiry),
+    )
 
 
 class MaintenanceThread(threading.Thread):
     """Folds tails into state tables every ``fold_interval`` (sooner when ``pending(ref)`` reaches fold_rows),
     compacts and expires every ``maintenance_interval``. Failures are logged and retried next round."""
 
-    def __init__(self, settings: Settings, refs: list[TableRef], stop: threading.Event,
-                 appended: Callable[[TableRef], int]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        refs: list[TableRef],
+        stop: threading.Event,
+        appended: Callable[[TableRef], int],
+    ) -> None:
         super().__init__(name="lakegate-maintenance", daemon=True)
         self.settings = settings
         self.refs = refs
@@ -76,8 +85,13 @@ class MaintenanceThread(threading.Thread):
                 for ref in self.refs:
                     table = self._table(ref)
                     if table is not None:
-                        self._guarded(ref, "maintenance", lambda t=table: maintain_table(  # type: ignore[misc]
-                            t, self.settings, fold=False, compact=True, expire=True))
+                        self._guarded(
+                            ref,
+                            "maintenance",
+                            lambda t=table: maintain_table(  # type: ignore[misc]
+                                t, self.settings, fold=False, compact=True, expire=True
+                            ),
+                        )
                 last_maintenance = time.monotonic()
 
     def _guarded(self, ref: TableRef, what: str, action: Callable[[], object]) -> bool:
@@ -103,8 +117,10 @@ def _resnapshot(settings: Settings, refs: list[TableRef]) -> None:
         with connect(source.dsn, application_name="lakegate-maintain") as conn:
             info = slot_info(conn, source.slot)
         if info is not None and info.active_pid is not None:
-            raise SourceConfigError(f"the ingest worker is running (slot {source.slot!r} is active in process "
-                                    f"{info.active_pid}); stop it before re-snapshotting {ref}")
+            raise SourceConfigError(
+                f"the ingest worker is running (slot {source.slot!r} is active in process "
+                f"{info.active_pid}); stop it before re-snapshotting {ref}"
+            )
         LakeTable.open(catalog, ref).drop()
         print(f"dropped the lake tables of {ref}; the next 'lakegate ingest' copies it again")
 
@@ -121,7 +137,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         except LakeError as exc:
             print(f"skipping {ref}: {exc}")
             continue
-        maintain_table(table, settings, fold=everything or args.fold, compact=everything or args.compact,
-                       expire=everything or args.expire_snapshots)
+        maintain_table(
+            table,
+            settings,
+            fold=everything or args.fold,
+            compact=everything or args.compact,
+            expire=everything or args.expire_snapshots,
+        )
         print(f"{ref}: maintained")
     return 0

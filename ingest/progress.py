@@ -40,4 +40,10 @@ class Progress:
             self.stream.write("\r\033[K")
             self.stream.flush()
         elapsed = time.monotonic() - self.started
-        log.info("%s: done, %s rows in %.1fs (%s rows/s)", self.label, f"{self.rows:,}", elapsed, f"{self.rate():,.0f}")
+        log.info(
+            "%s: done, %s rows in %.1fs (%s rows/s)",
+            self.label,
+            f"{self.rows:,}",
+            elapsed,
+            f"{self.rate():,.0f}",
+        )

@@ -31,9 +31,13 @@ def fill_unchanged(batch: ChangeBatch, lookup: Lookup) -> pa.Table:
     data = batch.data
     key = batch.schema.key
     if not key:
-        raise SchemaChangeError(str(batch.schema.table), (
-            f"{batch.schema.table} has no key, so unchanged TOAST values cannot be looked up; "
-            f"ALTER TABLE {batch.schema.table} REPLICA IDENTITY FULL so that updates carry the old values"))
+        raise SchemaChangeError(
+            str(batch.schema.table),
+            (
+                f"{batch.schema.table} has no key, so unchanged TOAST values cannot be looked up; "
+                f"ALTER TABLE {batch.schema.table} REPLICA IDENTITY FULL so that updates carry the old values"
+            ),
+        )
     keys = list(zip(*(_storage(data[k]) for k in key), strict=True))
     ops = data[OP].to_pylist()
     source_row = batch.toast_key_row.to_pylist()
@@ -61,10 +65,15 @@ def fill_unchanged(batch: ChangeBatch, lookup: Lookup) -> pa.Table:
             for name, mask in masks.items():
                 if mask[i]:
                     if before is None:
-                        raise SchemaChangeError(str(batch.schema.table), (
-                            f"{batch.schema.table}: update of key {keys[i]} left column {name!r} unchanged, but the "
-                            "lake holds no earlier version of that row. The lake is missing history; run "
-                            f"'lakegate maintain --resnapshot {batch.schema.table}'"))
+                        raise SchemaChangeError(
+                            str(batch.schema.table),
+                            (
+                                f"{batch.schema.table}: update of key {keys[i]} left column {name!r} unchanged, "
+                                "but the "
+                                "lake holds no earlier version of that row. The lake is missing history; run "
+                                f"'lakegate maintain --resnapshot {batch.schema.table}'"
+                            ),
+                        )
                     values[name][i] = before[name]
         if op in ("c", "u", "r"):
             last[keys[i]] = {name: values[name][i] for name in masks}
@@ -72,16 +81,23 @@ def fill_unchanged(batch: ChangeBatch, lookup: Lookup) -> pa.Table:
             last.clear()
     for name in masks:
         index = data.schema.get_field_index(name)
-        data = data.set_column(index, data.schema.field(index), pa.array(values[name], type=data.schema.field(index).type))
+        data = data.set_column(
+            index, data.schema.field(index), pa.array(values[name], type=data.schema.field(index).type)
+        )
     return data
 
 
-def _from_lake(lookup: Lookup, keys: list[tuple], key: tuple[str, ...], columns: list[str],
-               batch: ChangeBatch) -> dict[tuple, dict[str, object]]:
+def _from_lake(
+    lookup: Lookup, keys: list[tuple], key: tuple[str, ...], columns: list[str], batch: ChangeBatch
+) -> dict[tuple, dict[str, object]]:
     if not keys:
         return {}
-    query = pa.table({name: pa.array([k[i] for k in keys], type=_storage_type(batch.data.schema.field(name).type))
-                      for i, name in enumerate(key)})
+    query = pa.table(
+        {
+            name: pa.array([k[i] for k in keys], type=_storage_type(batch.data.schema.field(name).type))
+            for i, name in enumerate(key)
+        }
+    )
     rows = lookup(query)
     found = list(zip(*(_storage(rows[k]) for k in key), strict=True))
     picked = {name: rows[name].to_pylist() for name in columns}

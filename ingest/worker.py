@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from connectors.changes import ChangeBatch, TableRef, format_lsn
-from connectors.errors import (ConnectorError, SchemaChangeError, SourceConfigError, TransientError)
+from connectors.changes import ChangeBatch, TableRef, TableSchema, format_lsn
+from connectors.errors import ConnectorError, SchemaChangeError, SourceConfigError, TransientError
 from connectors.iceberg import catalog as lake_catalog
 from connectors.iceberg import merge
 from connectors.iceberg.writer import LakeTable
@@ -73,8 +73,10 @@ class Worker:
         def handler(signum: int, _frame: object) -> None:
             self._signals += 1
             if self._signals == 1:
-                log.info("received %s: finishing the current flush, then stopping (again to stop at once)",
-                         signal.Signals(signum).name)
+                log.info(
+                    "received %s: finishing the current flush, then stopping (again to stop at once)",
+                    signal.Signals(signum).name,
+                )
                 self.stopping.set()
             else:
                 raise Interrupted(f"received {signal.Signals(signum).name} again")
@@ -108,8 +110,14 @@ class Worker:
                 backoff = min(backoff * 2, 30.0)
 
     def run_once(self) -> None:
-        source = PostgresSource(self.src.dsn, self.refs, slot=self.src.slot, publication=self.src.publication,
-                                unbounded_numeric=self.cfg.unbounded_numeric, name=self.src.name)
+        source = PostgresSource(
+            self.src.dsn,
+            self.refs,
+            slot=self.src.slot,
+            publication=self.src.publication,
+            unbounded_numeric=self.cfg.unbounded_numeric,
+            name=self.src.name,
+        )
         source.on_table_failed = self._table_failed
         self.source = source
         try:
@@ -126,9 +134,9 @@ class Worker:
 
     # ------------------------------------------------------------------------------------------ snapshot
 
-    def _open_lake(self, schemas: dict[TableRef, object]) -> None:
+    def _open_lake(self, schemas: dict[TableRef, TableSchema]) -> None:
         for ref in self.refs:
-            table = LakeTable(self.catalog, schemas[ref], source=self.src.name)  # type: ignore[arg-type]
+            table = LakeTable(self.catalog, schemas[ref], source=self.src.name)
             table.load()
             table.create()
             self.lake[ref] = table
@@ -139,8 +147,12 @@ class Worker:
             need = list(self.refs)
             stale = [ref for ref in need if self.lake[ref].checkpoint() is not None]
             if stale:
-                log.warning("replication slot %s is missing: changes since the lake's last commit are lost to the "
-                            "stream, so %s will be copied again", self.src.slot, ", ".join(map(str, stale)))
+                log.warning(
+                    "replication slot %s is missing: changes since the lake's last commit are lost to the "
+                    "stream, so %s will be copied again",
+                    self.src.slot,
+                    ", ".join(map(str, stale)),
+                )
         else:
             need = [ref for ref in self.refs if self.lake[ref].checkpoint() is None]
         if not need:
@@ -175,8 +187,13 @@ class Worker:
             while True:
                 deadline = time.monotonic() + interval
                 if not self.stopping.is_set():
-                    source.poll(deadline, self.cfg.max_batch_rows, self.cfg.max_batch_bytes, self.stopping.is_set,
-                                confirm)
+                    source.poll(
+                        deadline,
+                        self.cfg.max_batch_rows,
+                        self.cfg.max_batch_bytes,
+                        self.stopping.is_set,
+                        confirm,
+                    )
                 flush = source.take()
                 if flush.segments or flush.ack is not None:
                     committer.submit(flush)
@@ -194,8 +211,12 @@ class Worker:
         source.committed(flush.positions)
         ack = source.confirmable(flush.ack)
         if flush.segments or ack is not None:
-            log.debug("flush: %d row(s) in %d segment(s), confirming %s", sum(len(s) for s in flush.segments),
-                      len(flush.segments), format_lsn(ack) if ack is not None else "-")
+            log.debug(
+                "flush: %d row(s) in %d segment(s), confirming %s",
+                sum(len(s) for s in flush.segments),
+                len(flush.segments),
+                format_lsn(ack) if ack is not None else "-",
+            )
         if ack is not None:
             source.acknowledge(ack)
         self.flushes += 1
@@ -231,8 +252,11 @@ class Worker:
 
     def _table_failed(self, ref: TableRef, exc: Exception) -> None:
         if self.status[ref].failed is None:
-            log.error("table %s stopped: %s. Its changes are not confirmed to PostgreSQL until this is resolved",
-                      ref, exc)
+            log.error(
+                "table %s stopped: %s. Its changes are not confirmed to PostgreSQL until this is resolved",
+                ref,
+                exc,
+            )
         self.status[ref].failed = str(exc)
 
 
@@ -240,7 +264,9 @@ def run(settings: Settings) -> None:
     """Entry point of ``lakegate ingest``: one worker per source that replicates tables."""
     sources = [s for s in settings.sources if s.replicate]
     if not sources:
-        raise SourceConfigError("no source has tables to replicate; list them in [[sources]] replicate = [...]")
+        raise SourceConfigError(
+            "no source has tables to replicate; list them in [[sources]] replicate = [...]"
+        )
     if len(sources) > 1:
         threads = []
         workers = [Worker(settings, s) for s in sources]

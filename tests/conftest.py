@@ -3,6 +3,7 @@ database per test, and a real pyiceberg SQL catalog on SQLite per test."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import tempfile
@@ -21,7 +22,9 @@ _counter = itertools.count()
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[embedded.EmbeddedPostgres]:
     root = Path(tempfile.mkdtemp(prefix="lakegate-pg-"))
-    server = embedded.start(root / "data", {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"})
+    server = embedded.start(
+        root / "data", {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+    )
     yield server
     server.stop("immediate")
 
@@ -47,10 +50,9 @@ def pg_dsn(pg_server: embedded.EmbeddedPostgres) -> Iterator[str]:
         admin.execute(f'CREATE DATABASE "{name}"')
     yield pg_server.dsn(name)
     with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
-        try:
+        # a slot still held by a dying worker may refuse; the session server is discarded at the end anyway
+        with contextlib.suppress(psycopg.Error):
             _drop_database(admin, name)
-        except psycopg.Error:
-            pass  # a slot still held by a dying worker; the session server is discarded at the end anyway
 
 
 @pytest.fixture

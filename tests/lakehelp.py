@@ -19,7 +19,7 @@ from psycopg import sql
 from connectors.changes import TableRef
 from connectors.iceberg import catalog as lake_catalog
 from connectors.iceberg import merge
-from connectors.iceberg.writer import LakeTable, checkpoint_of
+from connectors.iceberg.writer import LakeTable
 from ingest.worker import Worker
 from lakegate import settings as settings_mod
 
@@ -91,8 +91,9 @@ def wait_caught_up(conn: psycopg.Connection, slot: str = "lakegate_pg", timeout:
     target = current_wal(conn)
     while time.monotonic() < deadline:
         _check_workers()
-        row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
-                           (slot,)).fetchone()
+        row = conn.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+        ).fetchone()
         if row and row[0] and parse_lsn(row[0]) >= target:
             return
         time.sleep(0.1)
@@ -115,7 +116,7 @@ def lake_table(settings: settings_mod.Settings, name: str) -> LakeTable:
 
 def _normal(value: Any) -> Any:
     if isinstance(value, datetime.datetime) and value.tzinfo is not None:
-        return value.astimezone(datetime.timezone.utc)
+        return value.astimezone(datetime.UTC)
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     if isinstance(value, Decimal):
@@ -139,8 +140,7 @@ def _temporal_sql(typ: pa.DataType, expr: str) -> str | None:
         big = 2147483647
     else:
         return None
-    return (f"CASE WHEN {expr} = 'infinity' THEN {big} WHEN {expr} = '-infinity' THEN -{big} "
-            f"ELSE {finite} END")
+    return f"CASE WHEN {expr} = 'infinity' THEN {big} WHEN {expr} = '-infinity' THEN -{big} ELSE {finite} END"
 
 
 def _source_expr(name: str, typ: pa.DataType) -> str:
@@ -153,12 +153,15 @@ def _source_expr(name: str, typ: pa.DataType) -> str:
     if temporal:
         return temporal
     if (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and _temporal_sql(typ.value_type, "v"):
-        agg = f"(SELECT array_agg({_temporal_sql(typ.value_type, 'v')} ORDER BY o) FROM unnest({col}) WITH ORDINALITY x(v, o))"
+        element = _temporal_sql(typ.value_type, "v")
+        agg = f"(SELECT array_agg({element} ORDER BY o) FROM unnest({col}) WITH ORDINALITY x(v, o))"
         return f"CASE WHEN {col} IS NULL THEN NULL ELSE coalesce({agg}, '{{}}') END"
     return col
 
 
-def source_rows(conn: psycopg.Connection, name: str, lake_schema: pa.Schema, key: tuple[str, ...]) -> list[tuple]:
+def source_rows(
+    conn: psycopg.Connection, name: str, lake_schema: pa.Schema, key: tuple[str, ...]
+) -> list[tuple]:
     """Source rows as comparable tuples, columns cast the way the lake stores them."""
     ref = TableRef.parse(name)
     conn.execute("SET intervalstyle = iso_8601")  # as the worker's sessions
@@ -191,14 +194,24 @@ def arrow_rows(table: pa.Table, columns: list[str]) -> list[tuple]:
     return sorted((tuple(_normal(v) for v in row) for row in zip(*cols, strict=True)), key=repr)
 
 
-def assert_lake_equals_source(conn: psycopg.Connection, settings: settings_mod.Settings, name: str) -> LakeTable:
+def assert_lake_equals_source(
+    conn: psycopg.Connection, settings: settings_mod.Settings, name: str
+) -> LakeTable:
     """The merged state and the replayed change log both equal the source table, row by row."""
     table = lake_table(settings, name)
     ref = TableRef.parse(name)
-    present = {r[0] for r in conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
-        (ref.schema, ref.name)).fetchall()}
-    columns = [f.name for f in table.changelog.schema().as_arrow() if not f.name.startswith("_") and f.name in present]
+    present = {
+        r[0]
+        for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+            (ref.schema, ref.name),
+        ).fetchall()
+    }
+    columns = [
+        f.name
+        for f in table.changelog.schema().as_arrow()
+        if not f.name.startswith("_") and f.name in present
+    ]
     source_schema = pa.schema([table.changelog.schema().as_arrow().field(c) for c in columns])
     expected = source_rows(conn, name, source_schema, table.schema.key)
     state = table.current()
@@ -224,10 +237,15 @@ def _assert_same(lake: list[tuple], source: list[tuple], what: str) -> None:
     for row in missing[:5]:
         other = by_key.get(row[0])
         if other is not None:  # same first column: show the differing columns only
-            diffs = [f"col {i}: source {_short((a,))} lake {_short((b,))}"
-                     for i, (a, b) in enumerate(zip(row, other, strict=True)) if repr(a) != repr(b)]
+            diffs = [
+                f"col {i}: source {_short((a,))} lake {_short((b,))}"
+                for i, (a, b) in enumerate(zip(row, other, strict=True))
+                if repr(a) != repr(b)
+            ]
             detail.append(f"row {row[0]!r}: " + "; ".join(diffs))
         else:
             detail.append(f"missing in the lake: {_short(row)}")
     detail += [f"only in the lake: {_short(r)}" for r in extra[:5] if r[0] not in {m[0] for m in missing}]
-    raise AssertionError(f"{what} differs from the source ({len(lake)} vs {len(source)} rows):\n  " + "\n  ".join(detail))
+    raise AssertionError(
+        f"{what} differs from the source ({len(lake)} vs {len(source)} rows):\n  " + "\n  ".join(detail)
+    )

@@ -28,8 +28,10 @@ def write_config(settings: settings_mod.Settings, path: Path) -> Path:
     lines += [f"{k} = {toml_value(getattr(settings.lake, k))}" for k in ("name", "catalog_uri", "warehouse")]
     for src in settings.sources:
         lines += ["", "[[sources]]"]
-        lines += [f"{k} = {toml_value(getattr(src, k))}" for k in ("name", "kind", "dsn", "replicate", "slot",
-                                                                    "publication")]
+        lines += [
+            f"{k} = {toml_value(getattr(src, k))}"
+            for k in ("name", "kind", "dsn", "replicate", "slot", "publication")
+        ]
     lines += ["", "[ingest]"]
     for key in ("commit_interval", "max_batch_rows", "fold_interval", "fold_rows", "unbounded_numeric"):
         lines.append(f"{key} = {toml_value(getattr(settings.ingest, key))}")
@@ -46,9 +48,13 @@ class Proc:
     def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log_path = log
         self._log = open(log, "ab")  # noqa: SIM115 - closed in wait()/kill()
-        self.popen = subprocess.Popen([sys.executable, "-m", "lakegate", *args], stdout=self._log,
-                                      stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                                      start_new_session=True)
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "lakegate", *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
 
     def signal(self, sig: int) -> None:
         if self.popen.poll() is None:
@@ -76,4 +82,6 @@ class Proc:
             if self.popen.poll() is not None:
                 break
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} did not appear in the output (exit {self.popen.poll()}):\n{self.output()[-3000:]}")
+        raise AssertionError(
+            f"{text!r} did not appear in the output (exit {self.popen.poll()}):\n{self.output()[-3000:]}"
+        )

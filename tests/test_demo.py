@@ -77,8 +77,9 @@ def test_demo_starts_streams_stops_cleanly_and_resumes(tmp_path: Path) -> None:
         again.wait_for_output("Uvicorn running on", timeout=120)
         assert "seeded" not in again.output()
         assert _query(port, "SELECT count(*) AS n FROM lake.public.users")[0]["n"] >= before
-        assert Decimal(str(_query(port, "SELECT amount FROM transactions WHERE id = 1")[0]["amount"])) == \
-            Decimal("12345.67")
+        assert Decimal(
+            str(_query(port, "SELECT amount FROM transactions WHERE id = 1")[0]["amount"])
+        ) == Decimal("12345.67")
     finally:
         again.signal(signal.SIGTERM)
         assert again.wait(60) == 0

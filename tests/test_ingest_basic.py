@@ -5,8 +5,10 @@ from tests.lakehelp import assert_lake_equals_source, make_settings, running_wor
 
 def test_snapshot_then_stream_insert_update_delete(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
     pg.execute("CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(12,2), seen timestamptz)")
-    pg.execute("INSERT INTO items SELECT g, 'item ' || g, g * 1.25, '2024-01-01'::timestamptz + g * interval '1h' "
-               "FROM generate_series(1, 1000) g")
+    pg.execute(
+        "INSERT INTO items SELECT g, 'item ' || g, g * 1.25, '2024-01-01'::timestamptz + g * interval '1h' "
+        "FROM generate_series(1, 1000) g"
+    )
     settings = make_settings(pg_dsn, lake_dir, ["public.items"])
     with running_worker(settings):
         wait_caught_up(pg)

@@ -11,8 +11,14 @@ import psycopg
 import pytest
 
 from connectors.changes import parse_lsn
-from tests.lakehelp import (assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up,
-                            wait_for)
+from tests.lakehelp import (
+    assert_lake_equals_source,
+    lake_table,
+    make_settings,
+    running_worker,
+    wait_caught_up,
+    wait_for,
+)
 from tests.procs import Proc, write_config
 
 
@@ -53,13 +59,20 @@ class Workload:
                 choice = r.random()
                 key = r.randint(1, 3000)
                 if choice < 0.45:
-                    conn.execute("INSERT INTO orders VALUES (%s, %s, %s, now()) ON CONFLICT (id) DO UPDATE "
-                                 "SET amount = EXCLUDED.amount", (key, r.randint(1, 10**9) / 100, f"s{key % 7}"))
+                    conn.execute(
+                        "INSERT INTO orders VALUES (%s, %s, %s, now()) ON CONFLICT (id) DO UPDATE "
+                        "SET amount = EXCLUDED.amount",
+                        (key, r.randint(1, 10**9) / 100, f"s{key % 7}"),
+                    )
                 elif choice < 0.75:
-                    conn.execute("UPDATE orders SET amount = amount + 1, status = 'x' WHERE id BETWEEN %s AND %s",
-                                 (key, key + r.randint(0, 30)))
+                    conn.execute(
+                        "UPDATE orders SET amount = amount + 1, status = 'x' WHERE id BETWEEN %s AND %s",
+                        (key, key + r.randint(0, 30)),
+                    )
                 elif choice < 0.85:
-                    conn.execute("DELETE FROM orders WHERE id BETWEEN %s AND %s", (key, key + r.randint(0, 10)))
+                    conn.execute(
+                        "DELETE FROM orders WHERE id BETWEEN %s AND %s", (key, key + r.randint(0, 10))
+                    )
                 else:
                     conn.execute("INSERT INTO audit (note) VALUES (%s)", (f"note {key}",))
 
@@ -106,7 +119,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(pg, pg_dsn, lake
         _assert_no_duplicates(settings, name)
 
 
-def test_sigterm_flushes_and_stops_cleanly_and_a_second_signal_stops_at_once(pg, pg_dsn, lake_dir, tmp_path) -> None:
+def test_sigterm_flushes_and_stops_cleanly_and_a_second_signal_stops_at_once(
+    pg, pg_dsn, lake_dir, tmp_path
+) -> None:
     _setup(pg)
     settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"], commit_interval="30s")
     config = write_config(settings, tmp_path / "lakegate.toml")
@@ -141,8 +156,10 @@ def test_reconnects_after_dropped_connection_and_server_restart(pg_server, pg_ds
     with running_worker(settings) as worker:
         with psycopg.connect(pg_dsn, autocommit=True) as pg:
             wait_caught_up(pg)
-            pg.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-                       "WHERE slot_name = 'lakegate_pg'")
+            pg.execute(
+                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                "WHERE slot_name = 'lakegate_pg'"
+            )
             pg.execute("UPDATE orders SET status = 'after terminate' WHERE id % 2 = 0")
         flushes = worker.flushes
         pg_server.restart("fast")
@@ -159,8 +176,9 @@ def test_idle_published_tables_do_not_hold_wal_back(pg, pg_dsn, lake_dir) -> Non
     settings = make_settings(pg_dsn, lake_dir, ["public.published"])
 
     def confirmed() -> int:
-        (lsn,) = pg.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
-                            "WHERE slot_name = 'lakegate_pg'").fetchone()
+        (lsn,) = pg.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'lakegate_pg'"
+        ).fetchone()
         return parse_lsn(lsn)
 
     with running_worker(settings):
@@ -176,7 +194,9 @@ def test_idle_published_tables_do_not_hold_wal_back(pg, pg_dsn, lake_dir) -> Non
     assert len(changelog.snapshots()) == 1, "idle tables must not get empty commits"
 
 
-def test_a_slow_lake_makes_the_worker_stop_reading_instead_of_buffering(pg, pg_dsn, lake_dir, monkeypatch) -> None:
+def test_a_slow_lake_makes_the_worker_stop_reading_instead_of_buffering(
+    pg, pg_dsn, lake_dir, monkeypatch
+) -> None:
     from connectors.iceberg.writer import LakeTable
 
     original = LakeTable.append
@@ -203,8 +223,10 @@ def test_a_slow_lake_makes_the_worker_stop_reading_instead_of_buffering(pg, pg_d
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         for start in range(0, 30_000, 500):
-            pg.execute("INSERT INTO flood SELECT g, repeat('p', 100) FROM generate_series(%s::int, %s::int) g",
-                       (start, start + 499))
+            pg.execute(
+                "INSERT INTO flood SELECT g, repeat('p', 100) FROM generate_series(%s::int, %s::int) g",
+                (start, start + 499),
+            )
         wait_caught_up(pg, timeout=120)
         done.set()
         sampler.join()

@@ -9,7 +9,14 @@ import psycopg
 
 from connectors.iceberg import maintenance
 from lakegate.cli import main as cli_main
-from tests.lakehelp import assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up, wait_for
+from tests.lakehelp import (
+    assert_lake_equals_source,
+    lake_table,
+    make_settings,
+    running_worker,
+    wait_caught_up,
+    wait_for,
+)
 from tests.procs import write_config
 
 
@@ -17,7 +24,9 @@ def _files(root: Path) -> set[str]:
     return {str(p) for p in root.rglob("*") if p.is_file()}
 
 
-def test_worker_folds_tails_into_the_state_in_the_background(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+def test_worker_folds_tails_into_the_state_in_the_background(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir
+) -> None:
     pg.execute("CREATE TABLE f (id int PRIMARY KEY, v int)")
     pg.execute("INSERT INTO f SELECT g, g FROM generate_series(1, 100) g")
     settings = make_settings(pg_dsn, lake_dir, ["public.f"], fold_interval="0.5s")
@@ -37,8 +46,10 @@ def test_compaction_and_expiry_keep_rows_and_checkpoints_and_remove_orphans(pg, 
     with running_worker(settings):
         wait_caught_up(pg)
         for i in range(40):  # many small commits -> many small files
-            pg.execute("INSERT INTO c VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v",
-                       (i % 25, f"v{i}"))
+            pg.execute(
+                "INSERT INTO c VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v",
+                (i % 25, f"v{i}"),
+            )
             wait_caught_up(pg)
     table = lake_table(settings, "public.c")
     table.fold()

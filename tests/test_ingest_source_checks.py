@@ -21,7 +21,9 @@ def test_wal_level_replica_is_explained(tmp_path: Path, lake_dir) -> None:
         with psycopg.connect(server.dsn(), autocommit=True) as conn:
             conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
         settings = make_settings(server.dsn(), lake_dir, ["public.t"])
-        with pytest.raises(SourceConfigError, match="wal_level is 'replica'.*ALTER SYSTEM SET wal_level = logical"):
+        with pytest.raises(
+            SourceConfigError, match="wal_level is 'replica'.*ALTER SYSTEM SET wal_level = logical"
+        ):
             Worker(settings).run()
     finally:
         server.stop("immediate")
@@ -31,7 +33,9 @@ def _role_dsn(dsn: str, role: str) -> str:
     return dsn.replace("user=postgres", f"user={role}")
 
 
-def test_role_without_replication_is_explained_and_an_owner_with_replication_works(pg, pg_dsn, lake_dir) -> None:
+def test_role_without_replication_is_explained_and_an_owner_with_replication_works(
+    pg, pg_dsn, lake_dir
+) -> None:
     name = pg.execute("SELECT current_database()").fetchone()[0]
     pg.execute("DROP ROLE IF EXISTS lg_plain")
     pg.execute("DROP ROLE IF EXISTS lg_repl")
@@ -45,8 +49,10 @@ def test_role_without_replication_is_explained_and_an_owner_with_replication_wor
             owner.execute("INSERT INTO owned VALUES (1, 'a'), (2, 'b')")
             owner.execute("GRANT SELECT ON owned TO lg_plain")
         plain = make_settings(_role_dsn(pg_dsn, "lg_plain"), lake_dir / "plain", ["public.owned"])
-        with pytest.raises(SourceConfigError, match="role 'lg_plain' may not start logical replication.*"
-                                                    "ALTER ROLE lg_plain REPLICATION"):
+        with pytest.raises(
+            SourceConfigError,
+            match="role 'lg_plain' may not start logical replication.*ALTER ROLE lg_plain REPLICATION",
+        ):
             Worker(plain).run()
         settings = make_settings(_role_dsn(pg_dsn, "lg_repl"), lake_dir / "repl", ["public.owned"])
         with running_worker(settings):
@@ -70,7 +76,8 @@ def test_slot_in_use_names_the_process_and_the_second_worker_waits(pg, pg_dsn, l
         thread.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not any(
-                "is in use by server process" in r.getMessage() for r in caplog.records):
+            "is in use by server process" in r.getMessage() for r in caplog.records
+        ):
             time.sleep(0.1)
         second.stopping.set()
         thread.join(30)

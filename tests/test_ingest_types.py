@@ -4,8 +4,12 @@ import psycopg
 import pytest
 
 from ingest.worker import Worker
-
-from tests.lakehelp import assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up
+from tests.lakehelp import (
+    assert_lake_equals_source,
+    make_settings,
+    running_worker,
+    wait_caught_up,
+)
 
 TYPES_DDL = """
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
@@ -38,7 +42,7 @@ ROWS = [
     "9999999999.99, '-Infinity', '-Infinity', false, 'unicode: żółw 🐢 日本語 \\ backslash \"quote\" ''single''', "
     "'tab\there', 'ab', '2024-02-29', '23:59:59.999999', '2038-01-19 03:14:08.5', '1900-06-01 12:00:00+05:30', "
     "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x00ff00deadbeef00', '{\"a\": [1, 2.50, null]}', "
-    "'{\"b\": {\"c\": \"ż\"}, \"a\": 1}', '{1,NULL,3}', '{\"a,b\",NULL,\"\",\"q\\\"x\",\"NULL\"}', "
+    '\'{"b": {"c": "ż"}, "a": 1}\', \'{1,NULL,3}\', \'{"a,b",NULL,"","q\\"x","NULL"}\', '
     "'{{1,2},{3,4}}', '{1.50,NULL,-2.25}', '{\"2020-01-01 00:00:00+00\",\"1960-05-05 05:05:05.5-08\"}', "
     "'happy', 12345.678, '1 year 2 months 3 days 04:05:06.5')",
     "(4, 0, 0, 0, 0, 0, 0, 0, 1.17549435e-38, 2.2250738585072014e-308, NULL, 'line1\nline2\r\n', NULL, NULL, "
@@ -78,7 +82,9 @@ def test_type_round_trip(pg: psycopg.Connection, pg_dsn: str, lake_dir, phase: s
     assert table.state.schema().identifier_field_names() == {"id"}
 
 
-def test_unsupported_type_is_refused_with_table_column_and_type(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+def test_unsupported_type_is_refused_with_table_column_and_type(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir
+) -> None:
     from connectors.errors import SourceConfigError
 
     pg.execute("CREATE TABLE shapes (id int PRIMARY KEY, area point)")

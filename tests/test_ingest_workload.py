@@ -3,10 +3,15 @@
 import psycopg
 import pytest
 
-from ingest.worker import Worker
-
 from connectors.errors import SourceConfigError
-from tests.lakehelp import (assert_lake_equals_source, lake_table, make_settings, running_worker, wait_caught_up)
+from ingest.worker import Worker
+from tests.lakehelp import (
+    assert_lake_equals_source,
+    lake_table,
+    make_settings,
+    running_worker,
+    wait_caught_up,
+)
 
 BIG = "(SELECT string_agg(md5(random()::text || g), '') FROM generate_series(1, 400) g)"  # 12.8 kB, stored out of line
 
@@ -18,8 +23,9 @@ def test_mixed_workload(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
     pg.execute("ALTER TABLE events REPLICA IDENTITY FULL")
     pg.execute("INSERT INTO accounts SELECT g, 'owner' || g, g FROM generate_series(1, 200) g")
     pg.execute("INSERT INTO ledger SELECT g % 10, g, 'n' || g FROM generate_series(1, 100) g")
-    settings = make_settings(pg_dsn, lake_dir, ["public.accounts", "public.ledger", "public.events"],
-                             fold_interval="0.5s")
+    settings = make_settings(
+        pg_dsn, lake_dir, ["public.accounts", "public.ledger", "public.events"], fold_interval="0.5s"
+    )
     with running_worker(settings):
         wait_caught_up(pg)
         with pg.transaction():  # one transaction over three tables
@@ -40,7 +46,9 @@ def test_mixed_workload(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
         pg.execute("TRUNCATE ledger")
         pg.execute("INSERT INTO ledger VALUES (1, 1, 'after truncate'), (2, 2, 'x')")
         pg.execute("UPDATE ledger SET note = 'updated after truncate' WHERE a = 1")
-        pg.execute("INSERT INTO events SELECT 'bulk', jsonb_build_object('i', g) FROM generate_series(1, 50) g")
+        pg.execute(
+            "INSERT INTO events SELECT 'bulk', jsonb_build_object('i', g) FROM generate_series(1, 50) g"
+        )
         pg.execute("DELETE FROM events WHERE payload->>'i' = '7'")
         pg.execute("UPDATE events SET kind = 'changed' WHERE payload->>'i' = '8'")
         for i in range(30):  # many small transactions
@@ -56,8 +64,10 @@ def test_mixed_workload(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
 
 def test_unchanged_toast_values_are_carried_over(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
     pg.execute("CREATE TABLE docs (id int PRIMARY KEY, title text, body text, meta jsonb)")
-    pg.execute(f"INSERT INTO docs SELECT g, 't' || g, {BIG}, jsonb_build_object('big', {BIG}) "
-               "FROM generate_series(1, 5) g")
+    pg.execute(
+        f"INSERT INTO docs SELECT g, 't' || g, {BIG}, jsonb_build_object('big', {BIG}) "
+        "FROM generate_series(1, 5) g"
+    )
     (stored,) = pg.execute("SELECT pg_column_size(body) FROM docs WHERE id = 1").fetchone()
     assert stored > 2000, "the test needs values stored out of line (TOAST)"
     settings = make_settings(pg_dsn, lake_dir, ["public.docs"])
@@ -74,7 +84,9 @@ def test_unchanged_toast_values_are_carried_over(pg: psycopg.Connection, pg_dsn:
         wait_caught_up(pg)
     table = assert_lake_equals_source(pg, settings, "public.docs")
     changes = table.changelog.scan().to_arrow().to_pylist()
-    assert all(r["body"] is not None for r in changes if r["_op"] in ("r", "c", "u")), "a body was written as NULL"
+    assert all(r["body"] is not None for r in changes if r["_op"] in ("r", "c", "u")), (
+        "a body was written as NULL"
+    )
 
 
 def test_table_without_key_or_identity_is_refused(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
@@ -120,8 +132,9 @@ def test_snapshot_in_many_chunks(pg: psycopg.Connection, pg_dsn: str, lake_dir, 
     assert table.changelog.current_snapshot().summary["added-records"] == "20000"
 
 
-def test_a_table_added_later_is_copied_while_the_others_resume(pg: psycopg.Connection, pg_dsn: str,
-                                                                lake_dir) -> None:
+def test_a_table_added_later_is_copied_while_the_others_resume(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir
+) -> None:
     pg.execute("CREATE TABLE first (id int PRIMARY KEY, v int)")
     pg.execute("CREATE TABLE second (id int PRIMARY KEY, v int)")
     pg.execute("INSERT INTO first SELECT g, g FROM generate_series(1, 100) g")
@@ -140,6 +153,10 @@ def test_a_table_added_later_is_copied_while_the_others_resume(pg: psycopg.Conne
     assert_lake_equals_source(pg, settings, "public.first")
     second = assert_lake_equals_source(pg, settings, "public.second")
     ops = second.changelog.scan().to_arrow()["_op"].to_pylist()
-    assert ops.count("r") == 100 and ops.count("u") == 1, "copied once at its own snapshot point, then streamed"
-    slots = pg.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'lakegate_pg%'").fetchone()
+    assert ops.count("r") == 100 and ops.count("u") == 1, (
+        "copied once at its own snapshot point, then streamed"
+    )
+    slots = pg.execute(
+        "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'lakegate_pg%'"
+    ).fetchone()
     assert slots == (1,), "the temporary slot of the second copy must be gone"

@@ -11,8 +11,14 @@ import pytest
 from connectors.changes import Position, TableRef, format_lsn, parse_lsn
 from connectors.iceberg import merge
 from connectors.postgres import pgoutput
-from connectors.postgres.types import (ConversionError, _days_from_civil, numeric_typmod, parse_array, parse_date,
-                                       parse_timestamp)
+from connectors.postgres.types import (
+    ConversionError,
+    _days_from_civil,
+    numeric_typmod,
+    parse_array,
+    parse_date,
+    parse_timestamp,
+)
 from lakegate import settings as settings_mod
 
 
@@ -31,7 +37,9 @@ def _tuple(*values: bytes | None | str) -> bytes:
 def test_decode_row_messages() -> None:
     insert = pgoutput.decode(b"I" + struct.pack("!I", 16384) + b"N" + _tuple(b"1", None, b"h\x00i"))
     assert insert == pgoutput.Insert(16384, [b"1", None, b"h\x00i"])
-    update = pgoutput.decode(b"U" + struct.pack("!I", 7) + b"K" + _tuple(b"1", None) + b"N" + _tuple(b"2", "u"))
+    update = pgoutput.decode(
+        b"U" + struct.pack("!I", 7) + b"K" + _tuple(b"1", None) + b"N" + _tuple(b"2", "u")
+    )
     assert update == pgoutput.Update(7, "K", [b"1", None], [b"2", pgoutput.UNCHANGED])
     plain = pgoutput.decode(b"U" + struct.pack("!I", 7) + b"N" + _tuple(b"3"))
     assert plain == pgoutput.Update(7, None, None, [b"3"])
@@ -44,10 +52,23 @@ def test_decode_control_messages() -> None:
     assert begin == pgoutput.Begin(0x1_0000_0010, 1_000_000 + pgoutput.PG_EPOCH_US, 42)
     commit = pgoutput.decode(b"C\x00" + struct.pack("!qqq", 10, 20, 0))
     assert commit == pgoutput.Commit(10, 20, pgoutput.PG_EPOCH_US)
-    relation = pgoutput.decode(b"R" + struct.pack("!I", 5) + b"public\x00t\x00d" + struct.pack("!h", 2)
-                               + b"\x01id\x00" + struct.pack("!Ii", 23, -1) + b"\x00n\x00" + struct.pack("!Ii", 1700, 655366))
-    assert relation == pgoutput.Relation(5, "public", "t", "d", (pgoutput.RelationColumn(True, "id", 23, -1),
-                                                                 pgoutput.RelationColumn(False, "n", 1700, 655366)))
+    relation = pgoutput.decode(
+        b"R"
+        + struct.pack("!I", 5)
+        + b"public\x00t\x00d"
+        + struct.pack("!h", 2)
+        + b"\x01id\x00"
+        + struct.pack("!Ii", 23, -1)
+        + b"\x00n\x00"
+        + struct.pack("!Ii", 1700, 655366)
+    )
+    assert relation == pgoutput.Relation(
+        5,
+        "public",
+        "t",
+        "d",
+        (pgoutput.RelationColumn(True, "id", 23, -1), pgoutput.RelationColumn(False, "n", 1700, 655366)),
+    )
     truncate = pgoutput.decode(b"T" + struct.pack("!iB", 2, 3) + struct.pack("!II", 5, 6))
     assert truncate == pgoutput.Truncate((5, 6), True, True)
     keepalive = pgoutput.decode_copy_data(b"k" + struct.pack("!qqB", 99, 5, 1))
@@ -86,31 +107,57 @@ def test_array_literals() -> None:
 
 
 def test_merge_semantics() -> None:
-    schema = pa.schema([("id", pa.int32()), ("v", pa.string()), ("_lsn", pa.int64()), ("_commit_ts", pa.int64())])
-    state = pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "_lsn": [1, 1, 1], "_commit_ts": [0, 0, 0]},
-                     schema=schema)
-    changes = pa.table({"id": [2, 4, 2, 3, None, 5], "v": ["b2", "d", "b3", None, None, "e"],
-                        "_op": ["u", "c", "u", "d", "t", "c"], "_lsn": [2, 2, 3, 3, 4, 5],
-                        "_seq": [1, 2, 1, 2, 1, 1], "_commit_ts": [0] * 6})
+    schema = pa.schema(
+        [("id", pa.int32()), ("v", pa.string()), ("_lsn", pa.int64()), ("_commit_ts", pa.int64())]
+    )
+    state = pa.table(
+        {"id": [1, 2, 3], "v": ["a", "b", "c"], "_lsn": [1, 1, 1], "_commit_ts": [0, 0, 0]}, schema=schema
+    )
+    changes = pa.table(
+        {
+            "id": [2, 4, 2, 3, None, 5],
+            "v": ["b2", "d", "b3", None, None, "e"],
+            "_op": ["u", "c", "u", "d", "t", "c"],
+            "_lsn": [2, 2, 3, 3, 4, 5],
+            "_seq": [1, 2, 1, 2, 1, 1],
+            "_commit_ts": [0] * 6,
+        }
+    )
     before_truncate = changes.slice(0, 4)
     assert sorted(merge.apply(state, before_truncate, ["id"]).to_pylist(), key=lambda r: r["id"]) == [
-        {"id": 1, "v": "a", "_lsn": 1, "_commit_ts": 0}, {"id": 2, "v": "b3", "_lsn": 3, "_commit_ts": 0},
-        {"id": 4, "v": "d", "_lsn": 2, "_commit_ts": 0}]
-    assert merge.apply(state, changes, ["id"]).to_pylist() == [{"id": 5, "v": "e", "_lsn": 5, "_commit_ts": 0}]
+        {"id": 1, "v": "a", "_lsn": 1, "_commit_ts": 0},
+        {"id": 2, "v": "b3", "_lsn": 3, "_commit_ts": 0},
+        {"id": 4, "v": "d", "_lsn": 2, "_commit_ts": 0},
+    ]
+    assert merge.apply(state, changes, ["id"]).to_pylist() == [
+        {"id": 5, "v": "e", "_lsn": 5, "_commit_ts": 0}
+    ]
     shuffled = changes.take([5, 0, 3, 2, 1, 4])
-    assert merge.apply(state, shuffled, ["id"]).to_pylist() == [{"id": 5, "v": "e", "_lsn": 5, "_commit_ts": 0}]
+    assert merge.apply(state, shuffled, ["id"]).to_pylist() == [
+        {"id": 5, "v": "e", "_lsn": 5, "_commit_ts": 0}
+    ]
 
 
 def test_settings_from_file_and_environment(tmp_path) -> None:
     path = tmp_path / "l.toml"
-    path.write_text('[lake]\nwarehouse = "/w"\n[[sources]]\nname = "pg"\ndsn = "host=x"\nreplicate = ["public.a"]\n'
-                    '[ingest]\ncommit_interval = "500ms"\nmax_batch_bytes = "1MiB"\n')
-    s = settings_mod.load(path, environ={"LAKEGATE_INGEST__COMMIT_INTERVAL": "2s",
-                                         "LAKEGATE_SOURCES__PG__DSN": "host=y", "LAKEGATE_GATEWAY__PORT": "9000"})
+    path.write_text(
+        '[lake]\nwarehouse = "/w"\n[[sources]]\nname = "pg"\ndsn = "host=x"\nreplicate = ["public.a"]\n'
+        '[ingest]\ncommit_interval = "500ms"\nmax_batch_bytes = "1MiB"\n'
+    )
+    s = settings_mod.load(
+        path,
+        environ={
+            "LAKEGATE_INGEST__COMMIT_INTERVAL": "2s",
+            "LAKEGATE_SOURCES__PG__DSN": "host=y",
+            "LAKEGATE_GATEWAY__PORT": "9000",
+        },
+    )
     assert s.ingest.commit_interval == 2.0 and s.ingest.max_batch_bytes == 2**20
     assert s.sources[0].dsn == "host=y" and s.sources[0].slot == "lakegate_pg" and s.gateway.port == 9000
     with pytest.raises(settings_mod.SettingsError, match="replicate entry 'users' must be schema.table"):
-        settings_mod.load(None, environ={"LAKEGATE_SOURCES__PG__DSN": "x", "LAKEGATE_SOURCES__PG__REPLICATE": "users"})
+        settings_mod.load(
+            None, environ={"LAKEGATE_SOURCES__PG__DSN": "x", "LAKEGATE_SOURCES__PG__REPLICATE": "users"}
+        )
 
 
 def test_conversion_error_names_the_value() -> None:
@@ -128,6 +175,9 @@ def test_copy_text_format_unescaping_and_psql_environment() -> None:
 
     data = b"1\ta\\tb\\nc\\\\d\t\\N\n2\t\t\\\\x00ff\n"
     table = parse_text(data, ["id", "s", "b"])
-    assert table.to_pylist() == [{"id": "1", "s": "a\tb\nc\\d", "b": None}, {"id": "2", "s": "", "b": "\\x00ff"}]
+    assert table.to_pylist() == [
+        {"id": "1", "s": "a\tb\nc\\d", "b": None},
+        {"id": "2", "s": "", "b": "\\x00ff"},
+    ]
     info, env = _psql_env("host=/tmp dbname=app user=u password=secret", {"TimeZone": "UTC"})
     assert "secret" not in info and env["PGPASSWORD"] == "secret" and "-c TimeZone=UTC" in env["PGOPTIONS"]

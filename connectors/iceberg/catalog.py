@@ -40,7 +40,9 @@ def open_catalog(name: str, catalog_uri: str, warehouse: str, extra: dict[str, A
             catalog_uri = f"sqlite:///{db.resolve()}"
         return SqlCatalog(name, uri=catalog_uri, **props, **(extra or {}))
     except Exception as exc:  # pyiceberg/sqlalchemy raise many types; all mean the catalog is unusable
-        raise LakeError(f"cannot open the Iceberg catalog {catalog_uri!r} (warehouse {warehouse!r}): {exc}") from exc
+        raise LakeError(
+            f"cannot open the Iceberg catalog {catalog_uri!r} (warehouse {warehouse!r}): {exc}"
+        ) from exc
 
 
 def from_settings(lake: Any) -> Catalog:

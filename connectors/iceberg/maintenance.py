@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
@@ -41,7 +42,9 @@ class Result:
         if self.files_before:
             parts.append(f"{self.files_before} small file(s) -> {self.files_after}")
         if self.snapshots_expired:
-            parts.append(f"{self.snapshots_expired} snapshot(s) expired, {self.files_deleted} file(s) deleted")
+            parts.append(
+                f"{self.snapshots_expired} snapshot(s) expired, {self.files_deleted} file(s) deleted"
+            )
         return ", ".join(parts) or "nothing to do"
 
 
@@ -50,8 +53,9 @@ def _carry_stamp(table: Table) -> dict[str, str]:
     return {**(stamp(position) if position else {}), "lakegate.maintenance": "compact"}
 
 
-def compact(table: Table, *, min_files: int = 8, small: int = SMALL_FILE,
-            max_bytes: int = MAX_COMPACT_BYTES) -> Result:
+def compact(
+    table: Table, *, min_files: int = 8, small: int = SMALL_FILE, max_bytes: int = MAX_COMPACT_BYTES
+) -> Result:
     """Rewrite the table's small data files into few large ones (one commit; the table's rows are unchanged).
 
     Change-log rows are sorted by position on the way, so each file covers a narrow ``_lsn`` range.
@@ -61,7 +65,8 @@ def compact(table: Table, *, min_files: int = 8, small: int = SMALL_FILE,
         return Result()
     tasks = [t for t in table.scan().plan_files() if t.file.file_size_in_bytes < small and not t.delete_files]
     tasks.sort(key=lambda t: t.file.file_path)
-    picked, total = [], 0
+    picked: list[Any] = []
+    total = 0
     for task in tasks:
         if total + task.file.file_size_in_bytes > max_bytes and picked:
             break
@@ -93,7 +98,9 @@ def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
         with table.transaction() as txn:
             action(txn)
     except CommitFailedException as exc:
-        raise CommitConflict(f"maintenance of {'.'.join(table.name())} lost a race with another commit: {exc}") from exc
+        raise CommitConflict(
+            f"maintenance of {'.'.join(table.name())} lost a race with another commit: {exc}"
+        ) from exc
 
 
 def _referenced(table: Table, snapshot_ids: set[int] | None = None) -> set[str]:
@@ -119,9 +126,11 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
     that only they referenced."""
     table.refresh()
     snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
-    cutoff_ms = int((datetime.now(timezone.utc) - older_than).timestamp() * 1000)
+    cutoff_ms = int((datetime.now(UTC) - older_than).timestamp() * 1000)
     current = table.current_snapshot()
-    victims = {s.snapshot_id for s in snapshots[: max(0, len(snapshots) - keep_last)] if s.timestamp_ms < cutoff_ms}
+    victims = {
+        s.snapshot_id for s in snapshots[: max(0, len(snapshots) - keep_last)] if s.timestamp_ms < cutoff_ms
+    }
     if current is not None:
         victims.discard(current.snapshot_id)
     if not victims:

@@ -23,10 +23,18 @@ def iceberg_type(arrow: pa.DataType, next_id: Callable[[], int]) -> it.IcebergTy
     if isinstance(arrow, pa.BaseExtensionType) and arrow.extension_name == "arrow.uuid":
         return it.UUIDType()
     simple = {
-        pa.bool_(): it.BooleanType(), pa.int32(): it.IntegerType(), pa.int64(): it.LongType(),
-        pa.float32(): it.FloatType(), pa.float64(): it.DoubleType(), pa.string(): it.StringType(),
-        pa.large_string(): it.StringType(), pa.binary(): it.BinaryType(), pa.large_binary(): it.BinaryType(),
-        pa.date32(): it.DateType(), pa.time64("us"): it.TimeType(), pa.timestamp("us"): it.TimestampType(),
+        pa.bool_(): it.BooleanType(),
+        pa.int32(): it.IntegerType(),
+        pa.int64(): it.LongType(),
+        pa.float32(): it.FloatType(),
+        pa.float64(): it.DoubleType(),
+        pa.string(): it.StringType(),
+        pa.large_string(): it.StringType(),
+        pa.binary(): it.BinaryType(),
+        pa.large_binary(): it.BinaryType(),
+        pa.date32(): it.DateType(),
+        pa.time64("us"): it.TimeType(),
+        pa.timestamp("us"): it.TimestampType(),
         pa.timestamp("us", tz="UTC"): it.TimestamptzType(),
     }
     if arrow in simple:
@@ -82,8 +90,12 @@ def _promotes(old: it.IcebergType, new: it.IcebergType) -> bool:
     """Iceberg can widen ``old`` to ``new`` in place."""
     if (old, new) in _PROMOTIONS:
         return True
-    return (isinstance(old, it.DecimalType) and isinstance(new, it.DecimalType)
-            and old.scale == new.scale and new.precision > old.precision)
+    return (
+        isinstance(old, it.DecimalType)
+        and isinstance(new, it.DecimalType)
+        and old.scale == new.scale
+        and new.precision > old.precision
+    )
 
 
 @dataclass(frozen=True)

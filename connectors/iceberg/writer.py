@@ -13,11 +13,12 @@ pyiceberg offers no API to add data files written chunk by chunk to one snapshot
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from concurrent.futures import ThreadPoolExecutor
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -85,15 +86,24 @@ def guard_statistics(txn: Transaction, data: pa.Table) -> None:
     for field in data.schema:
         for path, arr in _temporal_leaves(field.name, data[field.name]):
             key = f"write.metadata.metrics.column.{path}"
-            if len(arr) == 0 or arr.null_count == len(arr) or txn.table_metadata.properties.get(key) == "counts":
+            if (
+                len(arr) == 0
+                or arr.null_count == len(arr)
+                or txn.table_metadata.properties.get(key) == "counts"
+            ):
                 continue
             bounds = _PY_DAYS if pa.types.is_date32(arr.type) else _PY_MICROS
-            low, high = pc.min_max(arr.cast(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())).values()
+            low, high = pc.min_max(
+                arr.cast(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
+            ).values()
             if low.as_py() < bounds[0] or high.as_py() > bounds[1]:
                 props[key] = "counts"
     if props:
-        log.info("%s: keeping counts only (no min/max) for %s, which hold(s) values beyond years 1-9999",
-                 ".".join(txn.table_metadata.location.rstrip("/").split("/")[-2:]), ", ".join(props))
+        log.info(
+            "%s: keeping counts only (no min/max) for %s, which hold(s) values beyond years 1-9999",
+            ".".join(txn.table_metadata.location.rstrip("/").split("/")[-2:]),
+            ", ".join(props),
+        )
         txn.set_properties(props)
 
 
@@ -102,8 +112,9 @@ def _write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) 
     guard_statistics(txn, data)
     written = 0
     # a fresh write id per call: file names are <write id>-<task>.parquet and tasks count from 0 every call
-    for data_file in _dataframe_to_data_files(table_metadata=txn.table_metadata, df=data, io=table.io,
-                                              write_uuid=uuid.uuid4()):
+    for data_file in _dataframe_to_data_files(
+        table_metadata=txn.table_metadata, df=data, io=table.io, write_uuid=uuid.uuid4()
+    ):
         producer.append_data_file(data_file)
         written += 1
     return written
@@ -127,7 +138,9 @@ class LakeTable:
         try:
             changelog = catalog.load_table(f"{ref.schema}.{ref.name}{CHANGELOG_SUFFIX}")
         except NoSuchTableError as exc:
-            raise LakeError(f"the lake has no table {ref}{CHANGELOG_SUFFIX}; has the worker replicated {ref}?") from exc
+            raise LakeError(
+                f"the lake has no table {ref}{CHANGELOG_SUFFIX}; has the worker replicated {ref}?"
+            ) from exc
         key = tuple(k for k in changelog.properties.get("lakegate.key", "").split(",") if k)
         fields = [f for f in changelog.schema().as_arrow() if f.name not in (OP, LSN, SEQ, COMMIT_TS)]
         schema = TableSchema(ref, tuple(Column(f.name, f.type, "", f.name in key) for f in fields), key)
@@ -160,35 +173,44 @@ class LakeTable:
 
     def create(self) -> None:
         """Create missing tables (and the namespace)."""
-        try:
+        with contextlib.suppress(NamespaceAlreadyExistsError):
             self.catalog.create_namespace(self.namespace)
-        except NamespaceAlreadyExistsError:
-            pass
         state_id, changelog_id = self.identifiers()
-        props = {**TABLE_PROPERTIES, "lakegate.source": self.source, "lakegate.key": ",".join(self.schema.key)}
+        props = {
+            **TABLE_PROPERTIES,
+            "lakegate.source": self.source,
+            "lakegate.key": ",".join(self.schema.key),
+        }
         if self.changelog is None:
             self.changelog = self.catalog.create_table_if_not_exists(
-                changelog_id, lake_schema(self.schema, CHANGELOG), properties={**props, "lakegate.kind": CHANGELOG})
+                changelog_id,
+                lake_schema(self.schema, CHANGELOG),
+                properties={**props, "lakegate.kind": CHANGELOG},
+            )
         if self.has_state and self.state is None:
             self.state = self.catalog.create_table_if_not_exists(
-                state_id, lake_schema(self.schema, STATE), properties={**props, "lakegate.kind": STATE})
+                state_id, lake_schema(self.schema, STATE), properties={**props, "lakegate.kind": STATE}
+            )
 
     def drop(self) -> None:
         for ident in self.identifiers():
-            try:
+            with contextlib.suppress(NoSuchTableError):
                 self.catalog.purge_table(ident)
-            except NoSuchTableError:
-                pass
         self.changelog = self.state = None
 
     def evolve(self, schema: TableSchema) -> None:
         """Make both tables able to hold rows of ``schema`` (add columns, widen types); raises SchemaChangeError."""
         assert self.changelog is not None
         if self.has_state and tuple(schema.key) != tuple(self.schema.key):
-            raise SchemaChangeError(str(schema.table), (
-                f"the key of {schema.table} changed from ({', '.join(self.schema.key)}) to ({', '.join(schema.key)}); "
-                f"the lake state is keyed by the old one. Stop the worker, run 'lakegate maintain --resnapshot "
-                f"{schema.table}' and start it again"))
+            raise SchemaChangeError(
+                str(schema.table),
+                (
+                    f"the key of {schema.table} changed from ({', '.join(self.schema.key)}) "
+                    f"to ({', '.join(schema.key)}); "
+                    f"the lake state is keyed by the old one. Stop the worker, run 'lakegate maintain --resnapshot "
+                    f"{schema.table}' and start it again"
+                ),
+            )
         for table, kind in ((self.changelog, CHANGELOG), (self.state, STATE)):
             if table is None:
                 continue
@@ -200,8 +222,13 @@ class LakeTable:
                     update.add_column(name, typ)
                 for name, typ in plan.widen:
                     update.update_column(name, field_type=typ)
-            log.info("%s: evolved %s table: added %s, widened %s", schema.table, kind,
-                     [n for n, _ in plan.add] or "-", [n for n, _ in plan.widen] or "-")
+            log.info(
+                "%s: evolved %s table: added %s, widened %s",
+                schema.table,
+                kind,
+                [n for n, _ in plan.add] or "-",
+                [n for n, _ in plan.widen] or "-",
+            )
         self.schema = schema
 
     # ---------------------------------------------------------------------------------------------- reading
@@ -223,12 +250,15 @@ class LakeTable:
     def tail(self, after: Position, row_filter: Any = None) -> pa.Table:
         """Change-log rows after ``after``, sorted by position."""
         assert self.changelog is not None
-        expr = GreaterThanOrEqual(LSN, max(after.lsn, 0))
+        # pyiceberg's expressions are pydantic models whose positional constructors mypy does not see
+        expr = GreaterThanOrEqual(LSN, max(after.lsn, 0))  # type: ignore[call-arg,arg-type]
         if row_filter is not None:
             expr = expr & row_filter
         rows = self.changelog.scan(row_filter=expr).to_arrow()
-        later = pc.or_(pc.greater(rows[LSN], after.lsn),
-                       pc.and_(pc.equal(rows[LSN], after.lsn), pc.greater(rows[SEQ], after.seq)))
+        later = pc.or_(
+            pc.greater(rows[LSN], after.lsn),
+            pc.and_(pc.equal(rows[LSN], after.lsn), pc.greater(rows[SEQ], after.seq)),
+        )
         return merge.sort_changes(rows.filter(later))
 
     def current(self) -> pa.Table:
@@ -248,11 +278,17 @@ class LakeTable:
         values = [v for v in keys[first].to_pylist() if v is not None]
         self.refresh()  # a fold may have moved the state on (and expiry removed what an old snapshot used)
         position = self.state_checkpoint()
-        tail = self.tail(position, In(first, values))
-        state = self.state.scan(row_filter=In(first, values)).to_arrow()
+        keys_in = In(first, values)  # type: ignore[call-arg,arg-type]
+        tail = self.tail(position, keys_in)
+        state = self.state.scan(row_filter=keys_in).to_arrow()
         current = merge.apply(state, tail, self.schema.key)
-        return current.join(merge._key_columns(keys, self.schema.key), keys=list(self.schema.key),
-                            join_type="left semi") if len(self.schema.key) > 1 else current
+        return (
+            current.join(
+                merge._key_columns(keys, self.schema.key), keys=list(self.schema.key), join_type="left semi"
+            )
+            if len(self.schema.key) > 1
+            else current
+        )
 
     # ---------------------------------------------------------------------------------------------- writing
 
@@ -277,7 +313,9 @@ class LakeTable:
             except CommitFailedException as exc:
                 table.refresh()
                 if attempt == COMMIT_ATTEMPTS:
-                    raise CommitConflict(f"commit to {'.'.join(table.name())} conflicted {attempt} times: {exc}") from exc
+                    raise CommitConflict(
+                        f"commit to {'.'.join(table.name())} conflicted {attempt} times: {exc}"
+                    ) from exc
                 log.debug("commit to %s conflicted, retrying: %s", ".".join(table.name()), exc)
             except (OSError, ValueError) as exc:
                 raise LakeError(f"cannot commit to lake table {'.'.join(table.name())}: {exc}") from exc
@@ -330,8 +368,14 @@ class LakeTable:
                     _write_files(txn, state, live, producer)
 
         self._commit(state, rewrite)
-        log.info("%s: folded %d change(s) into the state table up to %s (%d file(s) rewritten, %.2fs)",
-                 self.schema.table, tail.num_rows, target, rewritten, time.monotonic() - started)
+        log.info(
+            "%s: folded %d change(s) into the state table up to %s (%d file(s) rewritten, %.2fs)",
+            self.schema.table,
+            tail.num_rows,
+            target,
+            rewritten,
+            time.monotonic() - started,
+        )
         return tail.num_rows
 
 
@@ -360,16 +404,23 @@ class SnapshotSink:
         if state is not None:
             self._state_txn = state.transaction()
             self._state_producer = self._state_txn.update_snapshot(
-                snapshot_properties=stamp(self.position)).overwrite()
+                snapshot_properties=stamp(self.position)
+            ).overwrite()
             self._state_producer.__enter__()
             for task in state.scan().plan_files():
                 self._state_producer.delete_data_file(task.file)
 
     def _write_changelog(self, data: pa.Table) -> None:
         assert self.table.changelog is not None and self._ctxn is not None
-        full = data.append_column(COMMIT_TS, _repeat(self.commit_ts, data.num_rows, pa.timestamp("us", tz="UTC")))
-        _write_files(self._ctxn, self.table.changelog, merge.conform(full, self.table.changelog.schema().as_arrow()),
-                     self._producer)
+        full = data.append_column(
+            COMMIT_TS, _repeat(self.commit_ts, data.num_rows, pa.timestamp("us", tz="UTC"))
+        )
+        _write_files(
+            self._ctxn,
+            self.table.changelog,
+            merge.conform(full, self.table.changelog.schema().as_arrow()),
+            self._producer,
+        )
 
     def write(self, chunk: pa.Table) -> None:
         """Add source rows (source columns only) as snapshot rows."""
@@ -377,16 +428,23 @@ class SnapshotSink:
         if n == 0:
             return
         seqs = pa.array(np.arange(self.rows + 1, self.rows + n + 1, dtype=np.int64))
-        rows = (chunk.append_column(OP, _repeat("r", n, pa.string()))
-                .append_column(LSN, _repeat(self.position.lsn, n, pa.int64()))
-                .append_column(SEQ, seqs))
+        rows = (
+            chunk.append_column(OP, _repeat("r", n, pa.string()))
+            .append_column(LSN, _repeat(self.position.lsn, n, pa.int64()))
+            .append_column(SEQ, seqs)
+        )
         state = self.table.state
         if state is None or self._state_txn is None:
             self._write_changelog(rows)
         else:  # both tables get the rows: encode the two files side by side (Parquet encoding releases the GIL)
             full = rows.append_column(COMMIT_TS, _repeat(self.commit_ts, n, pa.timestamp("us", tz="UTC")))
-            other = _POOL.submit(_write_files, self._state_txn, state, merge.conform(full, state.schema().as_arrow()),
-                                 self._state_producer)
+            other = _POOL.submit(
+                _write_files,
+                self._state_txn,
+                state,
+                merge.conform(full, state.schema().as_arrow()),
+                self._state_producer,
+            )
             self._write_changelog(rows)
             other.result()
         self.rows += n

@@ -13,11 +13,12 @@ Rows are buffered per table as lists of raw text values and converted to Arrow a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import psycopg
 import pyarrow as pa
@@ -29,9 +30,16 @@ from connectors.postgres.connection import connect
 from connectors.postgres.introspect import SourceColumn, SourceTable
 from connectors.postgres.pgoutput import UNCHANGED
 from connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
+from connectors.postgres.rowbuffer import (
+    OP_DELETE,
+    OP_INSERT,
+    OP_TRUNCATE,
+    OP_UPDATE,
+    SYNTHETIC,
+    RowBuffer,
+    Segment,
+)
 from connectors.postgres.snapshot import begin_snapshot, copy_chunks
-from connectors.postgres.rowbuffer import (OP_DELETE, OP_INSERT, OP_TRUNCATE, OP_UPDATE, SYNTHETIC, RowBuffer,
-                                           Segment)
 from connectors.postgres.types import Codec, TypeCatalog
 
 log = logging.getLogger(__name__)
@@ -66,8 +74,16 @@ class Flush:
 
 
 class PostgresSource:
-    def __init__(self, dsn: str, tables: Sequence[TableRef], *, slot: str, publication: str,
-                 unbounded_numeric: str = "string", name: str = "pg") -> None:
+    def __init__(
+        self,
+        dsn: str,
+        tables: Sequence[TableRef],
+        *,
+        slot: str,
+        publication: str,
+        unbounded_numeric: str = "string",
+        name: str = "pg",
+    ) -> None:
         self.dsn = dsn
         self.refs = list(tables)
         self.slot = slot
@@ -102,7 +118,9 @@ class PostgresSource:
         sync_publication(self.sql, self.publication, self.refs)
         schemas = {}
         for ref, table in self.source_tables.items():
-            schema, codecs = introspect.lake_schema(ref, table.columns, table.key, self.types, self.unbounded_numeric)
+            schema, codecs = introspect.lake_schema(
+                ref, table.columns, table.key, self.types, self.unbounded_numeric
+            )
             schemas[ref] = schema
             self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
         return schemas
@@ -112,8 +130,9 @@ class PostgresSource:
 
     # --------------------------------------------------------------------------------------------- snapshot
 
-    def snapshot(self, refs: Sequence[TableRef], *, create_slot: bool
-                 ) -> Iterator[tuple[TableRef, Position, int, Iterator[pa.Table]]]:
+    def snapshot(
+        self, refs: Sequence[TableRef], *, create_slot: bool
+    ) -> Iterator[tuple[TableRef, Position, int, Iterator[pa.Table]]]:
         """Copy ``refs`` consistently with the stream.
 
         With ``create_slot`` the main slot is created and its exported snapshot used (first start); otherwise a
@@ -131,8 +150,18 @@ class PostgresSource:
                 (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
                 for ref in refs:
                     table = self.tables[ref]
-                    yield ref, position, now, copy_chunks(conn, self.source_tables[ref], table.buffer.open.codecs,
-                                                          dsn=self.dsn, snapshot_name=snapshot_name)
+                    yield (
+                        ref,
+                        position,
+                        now,
+                        copy_chunks(
+                            conn,
+                            self.source_tables[ref],
+                            table.buffer.open.codecs,
+                            dsn=self.dsn,
+                            snapshot_name=snapshot_name,
+                        ),
+                    )
                     table.checkpoint = position
                 conn.rollback()
             finally:
@@ -158,8 +187,14 @@ class PostgresSource:
         self._in_txn = False
         self._pending_rows = self._pending_bytes = 0
 
-    def poll(self, deadline: float, max_rows: int, max_bytes: int, stop: Callable[[], bool] = lambda: False,
-             tick: Callable[[], None] = lambda: None) -> None:
+    def poll(
+        self,
+        deadline: float,
+        max_rows: int,
+        max_bytes: int,
+        stop: Callable[[], bool] = lambda: False,
+        tick: Callable[[], None] = lambda: None,
+    ) -> None:
         """Read the stream until ``deadline`` or ``stop()`` (at a transaction boundary) or until the buffers
         are full; ``tick()`` runs now and then (the caller confirms finished work there).
 
@@ -256,11 +291,13 @@ class PostgresSource:
         update = pgoutput.decode(payload)
         assert isinstance(update, pgoutput.Update) and update.old is not None
         old, new = update.old, update.new
-        moved = bool(table.key_index) and any(old[i] != new[i] and new[i] is not UNCHANGED for i in table.key_index)
+        moved = bool(table.key_index) and any(
+            old[i] != new[i] and new[i] is not UNCHANGED for i in table.key_index
+        )
         delete_row = -1
         if moved or old_kind == "K":
             if self._keep(table):
-                delete_row = self._append(table, OP_DELETE, SYNTHETIC + payload[6:new_at - 1])
+                delete_row = self._append(table, OP_DELETE, SYNTHETIC + payload[6 : new_at - 1])
             self._seq += 1
         if not self._keep(table):
             return
@@ -277,7 +314,9 @@ class PostgresSource:
             table = self._by_relid.get(relid)
             self._seq += 1
             if table is not None and self._keep(table):
-                self._append(table, OP_TRUNCATE, SYNTHETIC + pgoutput.encode_tuple([None] * len(table.schema.columns)))
+                self._append(
+                    table, OP_TRUNCATE, SYNTHETIC + pgoutput.encode_tuple([None] * len(table.schema.columns))
+                )
 
     def _relation(self, msg: pgoutput.Relation) -> None:
         ref = TableRef(msg.namespace, msg.name)
@@ -301,13 +340,17 @@ class PostgresSource:
             key = introspect.primary_key(self.sql, msg.relid)
         else:
             key = tuple(c.name for c in msg.columns if c.key)
-        columns = [SourceColumn(c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key)
-                   for c in msg.columns]
+        columns = [
+            SourceColumn(c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key)
+            for c in msg.columns
+        ]
         key = tuple(k for k in key if any(c.name == k for c in columns))
         schema, codecs = introspect.lake_schema(ref, columns, key, self.types, self.unbounded_numeric)
         # nullability is not in the Relation message: keep what the catalog said for unchanged columns
         known = {c.name: c for c in self.tables[ref].schema.columns}
-        cols = tuple(known[c.name] if c.name in known and known[c.name].type == c.type else c for c in schema.columns)
+        cols = tuple(
+            known[c.name] if c.name in known and known[c.name].type == c.type else c for c in schema.columns
+        )
         return TableSchema(ref, cols, schema.key), codecs  # type: ignore[return-value]
 
     def _fail(self, table: _Table, exc: Exception) -> None:
@@ -382,10 +425,8 @@ class PostgresSource:
 
     def close(self) -> None:
         self.stop_stream()
-        try:
+        with contextlib.suppress(psycopg.Error):
             self.sql.close()
-        except psycopg.Error:
-            pass
 
 
 def _key_index(schema: TableSchema) -> tuple[int, ...]:

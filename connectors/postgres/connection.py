@@ -17,24 +17,34 @@ def _options(extra: dict[str, str], existing: str | None) -> str:
     return " ".join(parts)
 
 
-def connect_kwargs(dsn: str, *, application_name: str, replication: bool = False,
-                   settings: dict[str, str] | None = None) -> dict[str, Any]:
+def connect_kwargs(
+    dsn: str, *, application_name: str, replication: bool = False, settings: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Connection parameters: the user's DSN plus our session options."""
     try:
         params = conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
         raise SourceConfigError(f"invalid PostgreSQL DSN: {exc}") from exc
-    params["options"] = _options({**SESSION_OPTIONS, **(settings or {})}, params.get("options"))
+    existing = params.get("options")
+    params["options"] = _options({**SESSION_OPTIONS, **(settings or {})}, str(existing) if existing else None)
     params.setdefault("application_name", application_name)
     if replication:
         params["replication"] = "database"
     return params
 
 
-def connect(dsn: str, *, application_name: str = "lakegate", replication: bool = False,
-            autocommit: bool = True, settings: dict[str, str] | None = None) -> psycopg.Connection:
+def connect(
+    dsn: str,
+    *,
+    application_name: str = "lakegate",
+    replication: bool = False,
+    autocommit: bool = True,
+    settings: dict[str, str] | None = None,
+) -> psycopg.Connection:
     """Open a connection; failures become :class:`ConnectionLost` or :class:`SourceConfigError`."""
-    params = connect_kwargs(dsn, application_name=application_name, replication=replication, settings=settings)
+    params = connect_kwargs(
+        dsn, application_name=application_name, replication=replication, settings=settings
+    )
     try:
         return psycopg.connect(autocommit=autocommit, **params)
     except psycopg.OperationalError as exc:
@@ -51,7 +61,9 @@ def translate(exc: psycopg.Error, *, what: str) -> Exception:
             "('host replication <user> ...' or 'local replication <user> trust') and reload PostgreSQL"
         )
     if sqlstate in ("28P01", "28000") or "password authentication failed" in text:
-        return SourceConfigError(f"cannot {what}: authentication failed ({text}); check the user and password in the dsn")
+        return SourceConfigError(
+            f"cannot {what}: authentication failed ({text}); check the user and password in the dsn"
+        )
     if sqlstate == "42501" or "must be superuser or replication role" in text or "permission denied" in text:
         return SourceConfigError(
             f"cannot {what}: {text}. The role needs the REPLICATION attribute (ALTER ROLE <user> REPLICATION), "

@@ -65,7 +65,8 @@ def describe(conn: psycopg.Connection, ref: TableRef) -> SourceTable | None:
     oid, relkind, replident = rows[0][0], rows[0][1], rows[0][2]
     key = tuple(r[0] for r in conn.execute(_KEY, (oid, replident == "i")).fetchall())
     columns = tuple(
-        SourceColumn(name, typ, typmod, ndims, name in key, notnull) for _, _, _, name, typ, typmod, ndims, notnull in rows
+        SourceColumn(name, typ, typmod, ndims, name in key, notnull)
+        for _, _, _, name, typ, typmod, ndims, notnull in rows
     )
     return SourceTable(ref, oid, relkind, replident, columns, key)
 
@@ -82,8 +83,13 @@ def primary_key(conn: psycopg.Connection, relid: int) -> tuple[str, ...]:
     return tuple(r[0] for r in conn.execute(_KEY, (relid, False)).fetchall())
 
 
-def lake_schema(ref: TableRef, columns: Sequence[SourceColumn], key: Sequence[str], catalog: TypeCatalog,
-                unbounded_numeric: str) -> tuple[TableSchema, dict[str, object]]:
+def lake_schema(
+    ref: TableRef,
+    columns: Sequence[SourceColumn],
+    key: Sequence[str],
+    catalog: TypeCatalog,
+    unbounded_numeric: str,
+) -> tuple[TableSchema, dict[str, object]]:
     """Map source columns to lake columns; returns the schema and each column's codec.
 
     Raises SourceConfigError naming table, column and type when a column has no exact lake type.
@@ -96,15 +102,24 @@ def lake_schema(ref: TableRef, columns: Sequence[SourceColumn], key: Sequence[st
                 f"table {ref}: column {col.name!r} collides with a lakegate metadata column; rename it in the source"
             )
         try:
-            codec = codec_for(catalog, col.type_oid, col.typmod, col.ndims, unbounded_numeric=unbounded_numeric)
+            codec = codec_for(
+                catalog, col.type_oid, col.typmod, col.ndims, unbounded_numeric=unbounded_numeric
+            )
         except (UnsupportedType, ConversionError) as exc:
             raise SourceConfigError(
                 f"table {ref}, column {col.name!r}: {exc}. Drop or change the column in the source, or leave the "
                 f"table out of 'replicate'"
             ) from exc
         codecs[col.name] = codec
-        cols.append(Column(col.name, codec.arrow_type, codec.source_type, col.name in key,
-                           not (col.not_null or col.name in key)))
+        cols.append(
+            Column(
+                col.name,
+                codec.arrow_type,
+                codec.source_type,
+                col.name in key,
+                not (col.not_null or col.name in key),
+            )
+        )
     return TableSchema(ref, tuple(cols), tuple(key)), codecs
 
 
@@ -112,7 +127,9 @@ def check_server(conn: psycopg.Connection) -> int:
     """Fail clearly when the server cannot do logical replication; returns the server version number."""
     version = conn.info.server_version
     if version < 130000:
-        raise SourceConfigError(f"PostgreSQL {version // 10000} is too old; lakegate needs PostgreSQL 13 or newer")
+        raise SourceConfigError(
+            f"PostgreSQL {version // 10000} is too old; lakegate needs PostgreSQL 13 or newer"
+        )
     (wal_level,) = conn.execute("SHOW wal_level").fetchone()  # type: ignore[misc]
     if wal_level != "logical":
         raise SourceConfigError(
@@ -149,17 +166,25 @@ def check_tables(conn: psycopg.Connection, refs: Iterable[TableRef]) -> dict[Tab
             problems.append(f"table {ref} does not exist{_did_you_mean(conn, ref)}")
             continue
         if table.relkind not in ("r", "p"):
-            problems.append(f"{ref} is not a table (relkind {table.relkind!r}); only tables can be replicated")
+            problems.append(
+                f"{ref} is not a table (relkind {table.relkind!r}); only tables can be replicated"
+            )
             continue
         (can_select,) = conn.execute("SELECT has_table_privilege(%s, 'SELECT')", (table.oid,)).fetchone()  # type: ignore[misc]
         if not can_select:
-            problems.append(f"role {conn.info.user!r} cannot SELECT from {ref}; GRANT SELECT ON {ref} TO {conn.info.user}")
+            problems.append(
+                f"role {conn.info.user!r} cannot SELECT from {ref}; GRANT SELECT ON {ref} TO {conn.info.user}"
+            )
         if table.replica_identity == "n":
-            problems.append(f"table {ref} has REPLICA IDENTITY NOTHING, so updates and deletes cannot be captured; "
-                            f"ALTER TABLE {ref} REPLICA IDENTITY DEFAULT (with a primary key) or FULL")
+            problems.append(
+                f"table {ref} has REPLICA IDENTITY NOTHING, so updates and deletes cannot be captured; "
+                f"ALTER TABLE {ref} REPLICA IDENTITY DEFAULT (with a primary key) or FULL"
+            )
         elif not table.key and table.replica_identity != "f":
-            problems.append(f"table {ref} has no primary key; add one, or run ALTER TABLE {ref} REPLICA IDENTITY "
-                            "FULL to replicate it as a change log only")
+            problems.append(
+                f"table {ref} has no primary key; add one, or run ALTER TABLE {ref} REPLICA IDENTITY "
+                "FULL to replicate it as a change log only"
+            )
         tables[ref] = table
     if problems:
         raise SourceConfigError("cannot replicate: " + "; ".join(problems))
@@ -167,9 +192,12 @@ def check_tables(conn: psycopg.Connection, refs: Iterable[TableRef]) -> dict[Tab
 
 
 def _did_you_mean(conn: psycopg.Connection, ref: TableRef) -> str:
-    names = [f"{s}.{t}" for s, t in conn.execute(
-        "SELECT schemaname, tablename FROM pg_catalog.pg_tables "
-        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
-    ).fetchall()]
+    names = [
+        f"{s}.{t}"
+        for s, t in conn.execute(
+            "SELECT schemaname, tablename FROM pg_catalog.pg_tables "
+            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
+    ]
     close = difflib.get_close_matches(str(ref), names, n=3)
     return f" (did you mean {', '.join(close)}?)" if close else ""

@@ -281,7 +281,7 @@ def decode(payload: bytes) -> Message:
     except IndexError:
         raise DecodeError("empty pgoutput message") from None
     try:
-        return decoder(payload)
+        return decoder(payload)  # type: ignore[no-any-return,return-value]
     except (struct.error, IndexError, ValueError) as exc:
         if isinstance(exc, DecodeError):
             raise
@@ -309,8 +309,9 @@ def encode_tuple(values: Sequence[Value]) -> bytes:
     return b"".join(out)
 
 
-def decode_tuples(messages: Sequence[bytes | memoryview], offset: int, ncols: int
-                  ) -> tuple[list[pa.LargeBinaryArray], list[np.ndarray]]:
+def decode_tuples(
+    messages: Sequence[bytes | memoryview], offset: int, ncols: int
+) -> tuple[list[pa.LargeBinaryArray], list[np.ndarray]]:
     """Split the TupleData found at ``offset`` in each message into columns, vectorised.
 
     Returns per column a binary array of the raw text values (null for NULL and for unchanged TOAST values)
@@ -333,8 +334,12 @@ def decode_tuples(messages: Sequence[bytes | memoryview], offset: int, ncols: in
         is_text = (kind == 116) | (kind == 98)
         if not (is_text | (kind == 110) | (kind == 117)).all():
             raise DecodeError("unknown tuple column kind in a row message")
-        length = ((arr[pos + 1].astype(np.int64) << 24) | (arr[pos + 2].astype(np.int64) << 16)
-                  | (arr[pos + 3].astype(np.int64) << 8) | arr[pos + 4])
+        length = (
+            (arr[pos + 1].astype(np.int64) << 24)
+            | (arr[pos + 2].astype(np.int64) << 16)
+            | (arr[pos + 3].astype(np.int64) << 8)
+            | arr[pos + 4]
+        )
         length = np.where(is_text, length, 0)
         value_start = pos + 5
         pos = np.where(is_text, value_start + length, pos + 1)
@@ -343,7 +348,10 @@ def decode_tuples(messages: Sequence[bytes | memoryview], offset: int, ncols: in
         total = int(offsets[-1])
         data = arr[np.repeat(value_start - offsets[:-1], length) + np.arange(total, dtype=np.int64)]
         validity = np.packbits(is_text, bitorder="little")
-        columns.append(pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(), n, [pa.py_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)]))
+        columns.append(
+            pa.LargeBinaryArray.from_buffers(
+                pa.large_binary(), n, [pa.py_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)]
+            )
+        )
         unchanged.append(kind == 117)
     return columns, unchanged

@@ -8,6 +8,7 @@ instead of the worker buffering without bound.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import struct
@@ -69,34 +70,55 @@ def check_slot(conn: psycopg.Connection, slot: str) -> SlotInfo | None:
 
 
 def drop_slot(conn: psycopg.Connection, slot: str) -> None:
-    conn.execute("SELECT pg_drop_replication_slot(%s) WHERE EXISTS "
-                 "(SELECT 1 FROM pg_replication_slots WHERE slot_name = %s)", (slot, slot))
+    conn.execute(
+        "SELECT pg_drop_replication_slot(%s) WHERE EXISTS "
+        "(SELECT 1 FROM pg_replication_slots WHERE slot_name = %s)",
+        (slot, slot),
+    )
 
 
 def sync_publication(conn: psycopg.Connection, name: str, tables: Sequence[TableRef]) -> None:
     """Create the publication, or change its table list to exactly ``tables``."""
     pub = sql.Identifier(name)
     wanted = {(t.schema, t.name) for t in tables}
-    exists = conn.execute("SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = %s", (name,)).fetchone()
+    exists = conn.execute(
+        "SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = %s", (name,)
+    ).fetchone()
     try:
         if exists is None:
             table_list = sql.SQL(", ").join(sql.Identifier(s, t) for s, t in sorted(wanted))
-            conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)")
-                         .format(pub, table_list))
+            conn.execute(
+                sql.SQL("CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)").format(
+                    pub, table_list
+                )
+            )
             log.info("created publication %s for %d table(s)", name, len(wanted))
             return
         if exists[0]:
             return  # FOR ALL TABLES: every table is already published
-        have = {(s, t) for s, t in conn.execute(
-            "SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables WHERE pubname = %s", (name,)
-        ).fetchall()}
+        have = {
+            (s, t)
+            for s, t in conn.execute(
+                "SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables WHERE pubname = %s",
+                (name,),
+            ).fetchall()
+        }
         for verb, change in (("ADD", wanted - have), ("DROP", have - wanted)):
             if change:
                 table_list = sql.SQL(", ").join(sql.Identifier(s, t) for s, t in sorted(change))
                 conn.execute(sql.SQL("ALTER PUBLICATION {} " + verb + " TABLE {}").format(pub, table_list))
-                log.info("publication %s: %s %s", name, verb.lower(), ", ".join(f"{s}.{t}" for s, t in sorted(change)))
-        conn.execute(sql.SQL("ALTER PUBLICATION {} SET (publish = 'insert, update, delete, truncate', "
-                             "publish_via_partition_root = true)").format(pub))
+                log.info(
+                    "publication %s: %s %s",
+                    name,
+                    verb.lower(),
+                    ", ".join(f"{s}.{t}" for s, t in sorted(change)),
+                )
+        conn.execute(
+            sql.SQL(
+                "ALTER PUBLICATION {} SET (publish = 'insert, update, delete, truncate', "
+                "publish_via_partition_root = true)"
+            ).format(pub)
+        )
     except psycopg.errors.InsufficientPrivilege as exc:
         names = ", ".join(f"{s}.{t}" for s, t in sorted(wanted))
         raise SourceConfigError(
@@ -124,7 +146,9 @@ class ReplicationStream:
         try:
             row = self.conn.execute(query).fetchone()
         except psycopg.errors.DuplicateObject as exc:
-            raise SlotInUse(f"replication slot {name!r} was created by someone else meanwhile: {exc}") from exc
+            raise SlotInUse(
+                f"replication slot {name!r} was created by someone else meanwhile: {exc}"
+            ) from exc
         except psycopg.Error as exc:
             raise translate(exc, what=f"create replication slot {name!r}") from exc
         assert row is not None
@@ -133,8 +157,10 @@ class ReplicationStream:
 
     def start(self, slot: str, publication: str, start_lsn: int = 0) -> None:
         """START_REPLICATION from ``start_lsn`` (0: the slot's confirmed position)."""
-        query = (f"START_REPLICATION SLOT {sql.Identifier(slot).as_string(self.conn)} LOGICAL {format_lsn(start_lsn)} "
-                 f"(proto_version '1', publication_names {sql.Literal(publication).as_string(self.conn)})")
+        query = (
+            f"START_REPLICATION SLOT {sql.Identifier(slot).as_string(self.conn)} LOGICAL {format_lsn(start_lsn)} "
+            f"(proto_version '1', publication_names {sql.Literal(publication).as_string(self.conn)})"
+        )
         pgconn = self.conn.pgconn
         pgconn.send_query(query.encode())
         result = pgconn.get_result()
@@ -143,11 +169,17 @@ class ReplicationStream:
             if "is active for PID" in message:
                 raise SlotInUse(f"replication slot {slot!r}: {message}")
             if "does not exist" in message and "publication" in message:
-                raise SourceConfigError(f"{message}; the publication must exist before the slot is created. "
-                                        "Drop the slot so that lakegate re-creates both")
+                raise SourceConfigError(
+                    f"{message}; the publication must exist before the slot is created. "
+                    "Drop the slot so that lakegate re-creates both"
+                )
             raise ConnectionLost(f"START_REPLICATION on slot {slot!r} failed: {message or 'no result'}")
         self._streaming = True
-        log.info("streaming from slot %s at %s", slot, format_lsn(start_lsn) if start_lsn else "its confirmed position")
+        log.info(
+            "streaming from slot %s at %s",
+            slot,
+            format_lsn(start_lsn) if start_lsn else "its confirmed position",
+        )
 
     def read(self, timeout: float) -> bytes | None:
         """The next CopyData payload, or None when nothing arrived within ``timeout`` seconds."""
@@ -162,7 +194,9 @@ class ReplicationStream:
                 return bytes(data)
             if nbytes == -1:
                 result = pgconn.get_result()
-                message = pgconn.error_message.decode(errors="replace").strip() if pgconn.error_message else ""
+                message = (
+                    pgconn.error_message.decode(errors="replace").strip() if pgconn.error_message else ""
+                )
                 raise ConnectionLost(f"the server ended the replication stream: {message or result}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -198,7 +232,5 @@ class ReplicationStream:
             raise ConnectionLost(f"replication stream broke while reporting progress: {exc}") from exc
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(psycopg.Error):
             self.conn.close()
-        except psycopg.Error:
-            pass

@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from connectors.changes import COMMIT_TS, COMMIT_TS_TYPE, LSN, OP, SEQ, ChangeBatch, Position, TableRef, TableSchema
+from connectors.changes import (
+    COMMIT_TS,
+    COMMIT_TS_TYPE,
+    LSN,
+    OP,
+    SEQ,
+    ChangeBatch,
+    Position,
+    TableRef,
+    TableSchema,
+)
 from connectors.postgres import pgoutput
 from connectors.postgres.types import Codec, ConversionError
 
@@ -63,13 +73,21 @@ class Segment:
             if mask.any():
                 unchanged[name] = pa.array(mask)
                 any_unchanged = mask if any_unchanged is None else any_unchanged | mask
-        ops = pa.StringArray.from_buffers(n, pa.py_buffer(np.arange(n + 1, dtype=np.int32)), pa.py_buffer(self.ops))
-        arrays += [ops, pa.array(np.frombuffer(self.lsns, np.int64)), pa.array(np.frombuffer(self.seqs, np.int64)),
-                   pa.array(np.frombuffer(self.stamps, np.int64)).cast(COMMIT_TS_TYPE)]
+        ops = pa.StringArray.from_buffers(
+            n, pa.py_buffer(np.arange(n + 1, dtype=np.int32)), pa.py_buffer(self.ops)
+        )
+        arrays += [
+            ops,
+            pa.array(np.frombuffer(self.lsns, np.int64)),
+            pa.array(np.frombuffer(self.seqs, np.int64)),
+            pa.array(np.frombuffer(self.stamps, np.int64)).cast(COMMIT_TS_TYPE),
+        ]
         data = pa.Table.from_arrays(arrays, names=[*names, OP, LSN, SEQ, COMMIT_TS])
         toast_from = None
         if any_unchanged is not None:
-            toast_from = pa.array([self.moved.get(i, i) if any_unchanged[i] else -1 for i in range(n)], pa.int64())
+            toast_from = pa.array(
+                [self.moved.get(i, i) if any_unchanged[i] else -1 for i in range(n)], pa.int64()
+            )
         return ChangeBatch(self.schema, data, unchanged, toast_from)
 
 

@@ -10,13 +10,14 @@ text format's backslash escapes in the few values that have any, and converts ea
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import queue
 import re
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import psycopg
@@ -54,8 +55,9 @@ def parse_text(data: bytes, columns: list[str]) -> pa.Table:
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=4 * 2**20),
         parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
-        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in columns}, null_values=["\\N"],
-                                             strings_can_be_null=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in columns}, null_values=["\\N"], strings_can_be_null=True
+        ),
     )
     return pa.Table.from_arrays([_unescape(table[c].combine_chunks()) for c in columns], names=columns)
 
@@ -64,8 +66,10 @@ def _unescape(values: pa.Array) -> pa.Array:
     escaped = pc.match_substring(values, "\\")
     if not pc.any(escaped).as_py():
         return values
-    out = [v if v is None or "\\" not in v else _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), v)
-           for v in values.to_pylist()]
+    out = [
+        v if v is None or "\\" not in v else _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), v)
+        for v in values.to_pylist()
+    ]
     return pa.array(out, type=pa.string())
 
 
@@ -79,8 +83,9 @@ def convert(text: pa.Table, codecs: Mapping[str, Codec], table: str) -> pa.Table
     return pa.Table.from_arrays(arrays, names=text.column_names)
 
 
-def _read_copy(pgconn: psycopg.pq.abc.PGconn, query: bytes, chunk_bytes: int, out: queue.Queue,
-               cancel: threading.Event) -> None:
+def _read_copy(
+    pgconn: psycopg.pq.abc.PGconn, query: bytes, chunk_bytes: int, out: queue.Queue, cancel: threading.Event
+) -> None:
     """Reader thread: run the COPY and put chunks of raw rows (bytes), then None; or the exception."""
     try:
         pgconn.send_query(query)
@@ -142,16 +147,42 @@ def _psql_env(dsn: str, settings: Mapping[str, str]) -> tuple[str, dict[str, str
     return conninfo.make_conninfo(**{k: str(v) for k, v in params.items()}), env
 
 
-def _read_psql(psql: Path, dsn: str, snapshot_name: str, query: str, chunk_bytes: int, out: queue.Queue,
-               cancel: threading.Event, procs: list[subprocess.Popen]) -> None:
+def _read_psql(
+    psql: Path,
+    dsn: str,
+    snapshot_name: str,
+    query: str,
+    chunk_bytes: int,
+    out: queue.Queue,
+    cancel: threading.Event,
+    procs: list[subprocess.Popen],
+) -> None:
     """Reader thread: psql runs the COPY inside the exported snapshot; its stdout is cut into row-aligned chunks."""
     try:
         info, env = _psql_env(dsn, SESSION_OPTIONS)
         proc = subprocess.Popen(
-            [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", info,
-             "-c", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-             "-c", f"SET TRANSACTION SNAPSHOT '{snapshot_name}'", "-c", query, "-c", "COMMIT"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+            [
+                str(psql),
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                info,
+                "-c",
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "-c",
+                f"SET TRANSACTION SNAPSHOT '{snapshot_name}'",
+                "-c",
+                query,
+                "-c",
+                "COMMIT",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
         procs.append(proc)
         assert proc.stdout is not None and proc.stderr is not None
         fd = proc.stdout.fileno()
@@ -177,7 +208,9 @@ def _read_psql(psql: Path, dsn: str, snapshot_name: str, query: str, chunk_bytes
                 break
         errors = proc.stderr.read().decode(errors="replace").strip()
         if proc.wait() != 0 or pending:
-            raise ConnectionLost(f"COPY through psql failed (exit {proc.returncode}): {errors or 'truncated output'}")
+            raise ConnectionLost(
+                f"COPY through psql failed (exit {proc.returncode}): {errors or 'truncated output'}"
+            )
         _put(out, None, cancel)
     except BaseException as exc:  # handed to the consuming thread
         _put(out, exc, cancel)
@@ -191,9 +224,15 @@ def _read_psql(psql: Path, dsn: str, snapshot_name: str, query: str, chunk_bytes
             proc.wait()
 
 
-def copy_chunks(conn: psycopg.Connection, table: SourceTable, codecs: Mapping[str, Codec],
-                chunk_bytes: int | None = None, *, dsn: str | None = None,
-                snapshot_name: str | None = None) -> Iterator[pa.Table]:
+def copy_chunks(
+    conn: psycopg.Connection,
+    table: SourceTable,
+    codecs: Mapping[str, Codec],
+    chunk_bytes: int | None = None,
+    *,
+    dsn: str | None = None,
+    snapshot_name: str | None = None,
+) -> Iterator[pa.Table]:
     """The table's rows as typed Arrow chunks of about ``chunk_bytes`` (default CHUNK_BYTES) of text each.
 
     ``conn`` is in a transaction that imported the snapshot; with ``dsn`` and ``snapshot_name`` a psql process
@@ -204,8 +243,18 @@ def copy_chunks(conn: psycopg.Connection, table: SourceTable, codecs: Mapping[st
     cancel = threading.Event()
     procs: list[subprocess.Popen] = []
     psql = psql_binary() if dsn and snapshot_name else None
+    target: Callable[..., None]
     if psql is not None:
-        args: tuple = (psql, dsn, snapshot_name, query.decode(), chunk_bytes or CHUNK_BYTES, chunks, cancel, procs)
+        args: tuple = (
+            psql,
+            dsn,
+            snapshot_name,
+            query.decode(),
+            chunk_bytes or CHUNK_BYTES,
+            chunks,
+            cancel,
+            procs,
+        )
         target = _read_psql
     else:
         args, target = (conn.pgconn, query, chunk_bytes or CHUNK_BYTES, chunks, cancel), _read_copy
@@ -222,8 +271,6 @@ def copy_chunks(conn: psycopg.Connection, table: SourceTable, codecs: Mapping[st
             if proc.poll() is None:
                 proc.kill()
         if reader.is_alive() and not procs:
-            try:
+            with contextlib.suppress(psycopg.Error, OSError):
                 conn.cancel_safe(timeout=5)
-            except (psycopg.Error, OSError):
-                pass
         reader.join(30)

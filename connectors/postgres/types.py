@@ -79,8 +79,9 @@ class TypeCatalog:
     def get(self, oid: int) -> PgType:
         if oid not in self._types:
             for row in self._fetch([oid]):
-                self._types[int(row[0])] = PgType(int(row[0]), row[1], row[2], row[3], row[4], int(row[5]),
-                                                  int(row[6]), int(row[7]))
+                self._types[int(row[0])] = PgType(
+                    int(row[0]), row[1], row[2], row[3], row[4], int(row[5]), int(row[6]), int(row[7])
+                )
         try:
             return self._types[oid]
         except KeyError:
@@ -135,8 +136,9 @@ def _per_value(parse: Callable[[str], Any], target: pa.DataType) -> Callable[[pa
     return convert
 
 
-def _with_fallback(fast: Callable[[pa.Array], pa.Array], slow: Callable[[str], Any], target: pa.DataType,
-                   what: str) -> Callable[[pa.Array], pa.Array]:
+def _with_fallback(
+    fast: Callable[[pa.Array], pa.Array], slow: Callable[[str], Any], target: pa.DataType, what: str
+) -> Callable[[pa.Array], pa.Array]:
     """Vectorised cast; if any value defeats it, convert the column value by value with ``slow``."""
 
     def convert(values: pa.Array) -> pa.Array:
@@ -144,7 +146,7 @@ def _with_fallback(fast: Callable[[pa.Array], pa.Array], slow: Callable[[str], A
             return fast(values)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-        out = []
+        out: list[int | None] = []
         for value in values.to_pylist():
             if value is None:
                 out.append(None)
@@ -159,7 +161,9 @@ def _with_fallback(fast: Callable[[pa.Array], pa.Array], slow: Callable[[str], A
 
 
 _DATE = re.compile(r"^(\d{4,})-(\d\d)-(\d\d)( BC)?$")
-_TS = re.compile(r"^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::?\d\d(?::?\d\d)?)?)?( BC)?$")
+_TS = re.compile(
+    r"^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::?\d\d(?::?\d\d)?)?)?( BC)?$"
+)
 _TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?$")
 
 
@@ -336,18 +340,39 @@ def _build_lists(values: list[Any], ndims: int, element: Codec) -> pa.Array:
         if value is not None:
             flat.extend(value)
         offsets.append(len(flat))
-    if ndims > 1:
-        inner = _build_lists(flat, ndims - 1, element)
-    else:
-        inner = element.convert(pa.array(flat, type=pa.string()))
+    inner = (
+        _build_lists(flat, ndims - 1, element)
+        if ndims > 1
+        else element.convert(pa.array(flat, type=pa.string()))
+    )
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), inner, mask=pa.array(mask, pa.bool_()))
 
 
 # ------------------------------------------------------------------------------------------------- resolver
 
 _STRING_TYPES = {
-    "text", "varchar", "bpchar", "char", "name", "json", "jsonb", "xml", "citext", "interval", "timetz", "money",
-    "inet", "cidr", "macaddr", "macaddr8", "bit", "varbit", "pg_lsn", "tsvector", "tsquery", "jsonpath",
+    "text",
+    "varchar",
+    "bpchar",
+    "char",
+    "name",
+    "json",
+    "jsonb",
+    "xml",
+    "citext",
+    "interval",
+    "timetz",
+    "money",
+    "inet",
+    "cidr",
+    "macaddr",
+    "macaddr8",
+    "bit",
+    "varbit",
+    "pg_lsn",
+    "tsvector",
+    "tsquery",
+    "jsonpath",
 }
 
 
@@ -370,7 +395,9 @@ def _numeric(typmod: int, unbounded: str) -> Codec:
             return Codec(pa.string(), _identity, source)
         m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", unbounded.replace(" ", ""))
         if not m:
-            raise UnsupportedType(f"[ingest] unbounded_numeric = {unbounded!r}: write 'string' or 'decimal(P,S)'")
+            raise UnsupportedType(
+                f"[ingest] unbounded_numeric = {unbounded!r}: write 'string' or 'decimal(P,S)'"
+            )
         precision, scale = int(m.group(1)), int(m.group(2))
     else:
         precision, scale = spec
@@ -395,11 +422,21 @@ def _scalar(t: PgType, typmod: int, unbounded_numeric: str) -> Codec:
             "float8": (pa.float64(), _cast(pa.float64(), "double")),
             "date": (pa.date32(), _with_fallback(_cast_only(pa.date32()), parse_date, pa.date32(), "date")),
             "time": (pa.time64("us"), _with_fallback(_time_fast, parse_time, pa.time64("us"), "time")),
-            "timestamp": (pa.timestamp("us"), _with_fallback(_cast_only(pa.timestamp("us")), parse_timestamp,
-                                                             pa.timestamp("us"), "timestamp")),
-            "timestamptz": (pa.timestamp("us", tz="UTC"),
-                            _with_fallback(_cast_only(pa.timestamp("us", tz="UTC")), parse_timestamp,
-                                           pa.timestamp("us", tz="UTC"), "timestamptz")),
+            "timestamp": (
+                pa.timestamp("us"),
+                _with_fallback(
+                    _cast_only(pa.timestamp("us")), parse_timestamp, pa.timestamp("us"), "timestamp"
+                ),
+            ),
+            "timestamptz": (
+                pa.timestamp("us", tz="UTC"),
+                _with_fallback(
+                    _cast_only(pa.timestamp("us", tz="UTC")),
+                    parse_timestamp,
+                    pa.timestamp("us", tz="UTC"),
+                    "timestamptz",
+                ),
+            ),
             "uuid": (pa.uuid(), _uuid),
             "bytea": (pa.binary(), _per_value(_bytea, pa.binary())),
         }
@@ -413,16 +450,19 @@ def _scalar(t: PgType, typmod: int, unbounded_numeric: str) -> Codec:
     if t.typtype == "e" or (t.typtype == "b" and t.category == "S"):
         return Codec(pa.string(), _identity, f"{t.namespace}.{name}")  # enums, citext and other text types
     kinds = {"c": "a composite type", "r": "a range type", "m": "a multirange type", "p": "a pseudo-type"}
-    raise UnsupportedType(f"type {t.namespace}.{name} ({kinds.get(t.typtype, 'not a type lakegate maps')}) "
-                          "has no exact lake type")
+    raise UnsupportedType(
+        f"type {t.namespace}.{name} ({kinds.get(t.typtype, 'not a type lakegate maps')}) "
+        "has no exact lake type"
+    )
 
 
 def _cast_only(target: pa.DataType) -> Callable[[pa.Array], pa.Array]:
     return lambda values: values.cast(target)
 
 
-def codec_for(catalog: TypeCatalog, oid: int, typmod: int, ndims: int = 0, *,
-              unbounded_numeric: str = "string") -> Codec:
+def codec_for(
+    catalog: TypeCatalog, oid: int, typmod: int, ndims: int = 0, *, unbounded_numeric: str = "string"
+) -> Codec:
     """The lake representation of a column of type ``oid`` with ``typmod``; ``ndims`` declared array dimensions.
 
     Raises :class:`UnsupportedType` when the type has no exact lake type.
