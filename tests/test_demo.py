@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import signal
 import socket
+import subprocess
+import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -27,6 +29,29 @@ def _query(port: int, sql: str) -> list[dict]:
     response = httpx.post(f"http://127.0.0.1:{port}/v1/query", json={"sql": sql}, timeout=30)
     assert response.status_code == 200, response.text
     return response.json()["rows"]
+
+
+def _lakegate_sql(port: int, sql: str) -> str:
+    """The result of ``lakegate sql -c`` (csv), as a user of the demo would run it."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lakegate",
+            "sql",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--format",
+            "csv",
+            "-c",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def _processes_using(path: Path) -> list[psutil.Process]:
@@ -56,12 +81,12 @@ def test_demo_starts_streams_stops_cleanly_and_resumes(tmp_path: Path) -> None:
             conn.execute("UPDATE transactions SET amount = 12345.67 WHERE id = 1")
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            rows = _query(port, "SELECT amount FROM lake.public.transactions WHERE id = 1")
-            if rows and Decimal(str(rows[0]["amount"])) == Decimal("12345.67"):
+            seen = _lakegate_sql(port, "SELECT amount FROM lake.public.transactions WHERE id = 1")
+            if seen.splitlines()[1:] == ["12345.67"]:
                 break
             time.sleep(0.3)
         else:
-            raise AssertionError(f"the change did not reach the lake within 15 s: {rows}")
+            raise AssertionError(f"the change did not reach the lake within 15 s: {seen!r}")
         before = _query(port, "SELECT count(*) AS n FROM lake.public.users")[0]["n"]
     finally:
         demo.signal(signal.SIGINT)
