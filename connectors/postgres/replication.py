@@ -201,12 +201,7 @@ class ReplicationStream:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            try:
-                ready, _, _ = select.select([pgconn.socket], [], [], remaining)
-                if ready:
-                    pgconn.consume_input()
-            except (psycopg.OperationalError, OSError, ValueError) as exc:
-                raise ConnectionLost(f"replication stream broke: {exc}") from exc
+            self.wait_readable(remaining)
 
     def wait_readable(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for stream data, then pull it into libpq's buffer."""
