@@ -1,0 +1,227 @@
+"""A Redash query runner for lakegate: SQL with syntax highlighting, typed result columns, the schema browser from
+the gateway's ``GET /v1/schema``, the gateway's own error messages, and a connection test.
+
+Load it into Redash (server and workers) by putting this file on the Python path and setting
+``REDASH_ADDITIONAL_QUERY_RUNNERS=lakegate_query_runner`` (compose/docker-compose.yml mounts it at
+/opt/lakegate and sets PYTHONPATH). Then add a data source of type "lakegate" with the gateway URL and token.
+
+It imports only what a Redash image has (Redash itself and requests). Everything but the Redash class is plain
+Python (the HTTP calls, the shaping of results, schemas and errors), so it can be tested without Redash: the
+class at the bottom is defined only when ``redash`` is importable. Written for Redash 25 (``run_query`` returns
+a dict); Redash 10 and older, which expect JSON text, are detected by version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import requests
+
+logger = logging.getLogger(__name__)
+
+REDASH_TYPES = ("integer", "float", "boolean", "string", "datetime", "date")
+DEFAULT_URL = "http://gateway:8080"
+DEFAULT_TIMEOUT = 30.0
+HTTP_GRACE = 30.0  # the HTTP read may wait this much longer than the query's own time limit
+
+
+class GatewayError(Exception):
+    """The gateway could not be reached or answered with an error; the message is what Redash shows."""
+
+
+# ------------------------------------------------------------------------------------- pure shaping
+
+
+def columns(gateway_columns: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The gateway's JSON columns as Redash columns (it already uses Redash's type names)."""
+    out = []
+    for column in gateway_columns:
+        kind = column.get("type")
+        name = str(column["name"])
+        out.append(
+            {
+                "name": name,
+                "friendly_name": str(column.get("friendly_name") or name),
+                "type": kind if kind in REDASH_TYPES else "string",
+            }
+        )
+    return out
+
+
+def result_data(body: dict[str, Any]) -> dict[str, Any]:
+    """A ``POST /v1/query`` JSON answer as Redash's query result data."""
+    if "error" in body:  # the query failed after rows had started streaming
+        raise GatewayError(error_text(body["error"]))
+    data = {"columns": columns(body.get("columns", [])), "rows": body.get("rows", [])}
+    data["metadata"] = {key: body[key] for key in ("truncated", "route", "elapsed_ms") if key in body}
+    return data
+
+
+def error_text(error: dict[str, Any]) -> str:
+    """``code: message (line L, column C)`` from the gateway's error member."""
+    text = f"{error.get('code', 'error')}: {error.get('message', '')}".strip()
+    if error.get("line"):
+        text += f" (line {error['line']}, column {error.get('column')})"
+    return text
+
+
+def error_message(status: int, body: str) -> str:
+    """What Redash shows for a non-200 answer."""
+    try:
+        error = json.loads(body)["error"]
+        return error_text(error)
+    except (ValueError, KeyError, TypeError):
+        return f"the gateway answered HTTP {status}: {body.strip()[:500] or '(empty)'}"
+
+
+def schema_tables(listing: dict[str, Any]) -> list[dict[str, Any]]:
+    """``GET /v1/schema`` as Redash's schema browser wants it: fully qualified table names (what a query must
+    write) with typed columns."""
+    tables = []
+    for source in listing.get("sources", []):
+        if source.get("error"):
+            logger.warning("lakegate source %s: %s", source.get("name"), source["error"])
+        for table in source.get("tables", []):
+            name = f"{source['name']}.{table['schema']}.{table['name']}"
+            tables.append(
+                {
+                    "name": name,
+                    "columns": [
+                        {"name": c["name"], "type": c.get("type", "")} for c in table.get("columns", [])
+                    ],
+                }
+            )
+    return sorted(tables, key=lambda t: t["name"])
+
+
+# ------------------------------------------------------------------------------------------------ HTTP
+
+
+class Gateway:
+    """The gateway's HTTP API through requests; every failure becomes a :class:`GatewayError`."""
+
+    def __init__(
+        self, url: str, token: str | None = None, timeout: float | None = None, max_rows: Any = None
+    ):
+        self.url = (url or DEFAULT_URL).rstrip("/")
+        self.token = token or None
+        self.timeout = float(timeout) if timeout else DEFAULT_TIMEOUT
+        self.max_rows = int(max_rows) if max_rows else None
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """One request on its own session, closed afterwards in every case: when Redash interrupts a running
+        query (cancel, job timeout) the connection drops, and the gateway cancels the engine query."""
+        session = requests.Session()
+        if self.token:
+            session.headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            response = session.request(
+                method, self.url + path, timeout=(10, self.timeout + HTTP_GRACE), **kwargs
+            )
+        except requests.RequestException as exc:
+            raise GatewayError(f"cannot reach the lakegate gateway at {self.url}: {exc}") from exc
+        finally:
+            session.close()
+        if response.status_code != 200:
+            raise GatewayError(error_message(response.status_code, response.text))
+        return response
+
+    def query(self, sql: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"sql": sql, "format": "json", "timeout_ms": self.timeout * 1000}
+        if self.max_rows:
+            body["max_rows"] = self.max_rows
+        response = self._request("POST", "/v1/query", json=body)
+        try:
+            return result_data(response.json())
+        except ValueError as exc:
+            raise GatewayError(f"the gateway's answer was not JSON: {exc}") from exc
+
+    def schema(self) -> list[dict[str, Any]]:
+        return schema_tables(self._request("GET", "/v1/schema").json())
+
+    def check(self) -> None:
+        """Reachable, the token accepted, and a query answered."""
+        self.query("SELECT 1 AS ok")
+
+
+def configuration_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "title": "Gateway URL", "default": DEFAULT_URL},
+            "token": {"type": "string", "title": "Token"},
+            "timeout": {"type": "number", "title": "Query time limit (seconds)", "default": DEFAULT_TIMEOUT},
+            "max_rows": {"type": "number", "title": "Row cap (at most the gateway's max_rows)"},
+        },
+        "order": ["url", "token", "timeout", "max_rows"],
+        "required": ["url"],
+        "secret": ["token"],
+    }
+
+
+def gateway_of(configuration: dict[str, Any]) -> Gateway:
+    return Gateway(
+        configuration.get("url", DEFAULT_URL),
+        configuration.get("token"),
+        configuration.get("timeout"),
+        configuration.get("max_rows"),
+    )
+
+
+# ------------------------------------------------------------------------------------------ Redash glue
+
+try:
+    import redash
+    from redash.query_runner import BaseSQLQueryRunner, register
+except ImportError:  # not inside Redash: the pure parts above stay usable
+    BaseSQLQueryRunner = None
+
+if BaseSQLQueryRunner is not None:
+    LEGACY_JSON_TEXT = int(str(getattr(redash, "__version__", "25")).split(".")[0] or 25) <= 10
+
+    class Lakegate(BaseSQLQueryRunner):
+        noop_query = "SELECT 1"
+        should_annotate_query = True  # the gateway accepts Redash's leading /* ... */ comment
+
+        def __init__(self, configuration: dict[str, Any]) -> None:
+            super().__init__(configuration)
+            self.syntax = "sql"
+
+        @classmethod
+        def name(cls) -> str:
+            return "lakegate"
+
+        @classmethod
+        def type(cls) -> str:
+            return "lakegate"
+
+        @classmethod
+        def enabled(cls) -> bool:
+            return True
+
+        @classmethod
+        def configuration_schema(cls) -> dict[str, Any]:
+            return configuration_schema()
+
+        def test_connection(self) -> None:
+            try:
+                gateway_of(self.configuration).check()
+            except GatewayError as exc:
+                raise Exception(str(exc)) from exc
+
+        def run_query(self, query: str, user: Any) -> tuple[Any, str | None]:
+            try:
+                data = gateway_of(self.configuration).query(query)
+            except GatewayError as exc:
+                return None, str(exc)
+            return (json.dumps(data) if LEGACY_JSON_TEXT else data), None
+
+        def get_schema(self, get_stats: bool = False) -> list[dict[str, Any]]:
+            try:
+                return gateway_of(self.configuration).schema()
+            except GatewayError as exc:
+                raise Exception(f"Error getting the lakegate schema: {exc}") from exc
+
+    register(Lakegate)
