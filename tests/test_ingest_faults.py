@@ -234,3 +234,46 @@ def test_a_slow_lake_makes_the_worker_stop_reading_instead_of_buffering(
     assert peak["in_flight"] <= 2, f"flushes piled up: {peak}"
     assert peak["in_flight"] >= 1, "the lake was never the bottleneck; the test proves nothing"
     assert_lake_equals_source(pg, settings, "public.flood")
+
+
+def test_a_huge_transaction_is_flushed_in_parts_and_survives_a_kill_between_them(
+    pg, pg_dsn, lake_dir, tmp_path
+) -> None:
+    pg.execute("CREATE TABLE big (id int PRIMARY KEY, v text)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.big"], max_batch_rows=500, commit_interval="0.1s")
+    config = write_config(settings, tmp_path / "lakegate.toml")
+    with running_worker(settings):
+        wait_caught_up(pg)
+    pg.execute("INSERT INTO big SELECT g, 'row ' || g FROM generate_series(1, 20000) g")  # one transaction
+    pg.execute("UPDATE big SET v = 'after' WHERE id <= 10")
+
+    def stamps() -> list[tuple[int, int]]:
+        table = lake_table(settings, "public.big")
+        return [
+            (
+                int(s.summary.additional_properties["lakegate.lsn"]),
+                int(s.summary.additional_properties["lakegate.seq"]),
+            )
+            for s in table.changelog.snapshots()
+            if s.summary and "lakegate.lsn" in s.summary.additional_properties
+        ]
+
+    before = len(stamps())
+    worker = Proc(["ingest", "--config", str(config)], tmp_path / "worker.log")
+    wait_for(
+        lambda: len(stamps()) >= before + 3, timeout=60, what="some partial commits of the big transaction"
+    )
+    worker.kill()
+    partial = stamps()[-1]
+    with running_worker(settings):
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.big")
+    _assert_no_duplicates(settings, "public.big")
+    changes = lake_table(settings, "public.big").changelog.scan().to_arrow().to_pylist()
+    (big_lsn,) = {r["_lsn"] for r in changes if r["_op"] == "c"}
+    assert partial[0] == big_lsn and partial[1] < 20000, (
+        f"the kill should land inside the big transaction: {partial}"
+    )
+    assert [lsn for lsn, _ in stamps()].count(big_lsn) >= 3, (
+        "the big transaction should be committed in parts"
+    )
