@@ -29,6 +29,12 @@ def replicated(settings: Settings) -> list[TableRef]:
 def maintain_table(table: LakeTable, settings: Settings, *, fold: bool, compact: bool, expire: bool) -> None:
     if fold:
         table.fold()
+    retention = settings.ingest.changelog_retention
+    if expire and retention and table.changelog is not None:
+        folded = table.state_checkpoint().lsn if table.state is not None else None
+        trimmed = maintenance.trim_changelog(table.changelog, timedelta(seconds=retention), folded)
+        if trimmed:
+            log.info("%s: removed %d change-log row(s) older than the retention", table.schema.table, trimmed)
     tables = [t for t in (table.changelog, table.state) if t is not None]
     maintenance.run(
         tables,

@@ -103,6 +103,11 @@ class IngestSettings:
         3600.0,
         kind="duration",
     )
+    changelog_retention: float = _help(
+        "Change-log rows older than this are removed once folded into the state (0 = keep every change).",
+        0.0,
+        kind="duration",
+    )
     maintenance_interval: float = _help(
         "How often the worker compacts small files and expires snapshots "
         "(0 = never; run 'lakegate maintain' instead).",

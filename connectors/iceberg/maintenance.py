@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, LessThan
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.table import Table, Transaction
 
-from connectors.changes import LSN, SEQ
+from connectors.changes import COMMIT_TS, LSN, SEQ
 from connectors.errors import CommitConflict
 from connectors.iceberg import merge
 from connectors.iceberg.writer import _write_files, checkpoint_of, stamp
@@ -48,9 +48,9 @@ class Result:
         return ", ".join(parts) or "nothing to do"
 
 
-def _carry_stamp(table: Table) -> dict[str, str]:
+def _carry_stamp(table: Table, what: str = "compact") -> dict[str, str]:
     position = checkpoint_of(table)
-    return {**(stamp(position) if position else {}), "lakegate.maintenance": "compact"}
+    return {**(stamp(position) if position else {}), "lakegate.maintenance": what}
 
 
 def compact(
@@ -148,6 +148,23 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
     return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
 
 
+def trim_changelog(changelog: Table, older_than: timedelta, folded_below: int | None) -> int:
+    """Delete change-log rows committed longer than ``older_than`` ago; with a state table only rows of
+    transactions already folded into it (``_lsn < folded_below``). Returns the number of rows deleted."""
+    changelog.refresh()
+    if changelog.current_snapshot() is None:
+        return 0
+    cutoff = (datetime.now(UTC) - older_than).isoformat()
+    condition: BooleanExpression = LessThan(COMMIT_TS, cutoff)  # type: ignore[call-arg,arg-type]
+    if folded_below is not None:
+        condition = And(condition, LessThan(LSN, folded_below))  # type: ignore[call-arg,arg-type]
+    before = int(changelog.current_snapshot().summary.get("total-records", "0"))  # type: ignore[union-attr]
+    _commit(changelog, lambda txn: txn.delete(condition, snapshot_properties=_carry_stamp(changelog, "trim")))
+    changelog.refresh()
+    after = int(changelog.current_snapshot().summary.get("total-records", "0"))  # type: ignore[union-attr]
+    return before - after
+
+
 def file_count(table: Table) -> int:
     table.refresh()
     return len(list(table.scan().plan_files())) if table.current_snapshot() else 0
@@ -169,4 +186,4 @@ def run(tables: list[Table], *, do_compact: bool, do_expire: bool, expiry: timed
     return results
 
 
-__all__ = ["compact", "expire", "run", "file_count", "Result", "pa"]
+__all__ = ["compact", "expire", "run", "trim_changelog", "file_count", "Result", "pa"]
