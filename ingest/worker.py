@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from connectors.changes import ChangeBatch, TableRef, TableSchema, format_lsn
-from connectors.errors import ConnectorError, SchemaChangeError, SourceConfigError, TransientError
+from connectors.errors import SchemaChangeError, SourceConfigError, TransientError
 from connectors.iceberg import catalog as lake_catalog
 from connectors.iceberg import merge
 from connectors.iceberg.writer import LakeTable
@@ -60,7 +60,6 @@ class Worker:
         self.status: dict[TableRef, TableStatus] = {ref: TableStatus() for ref in self.refs}
         self.stopping = threading.Event()
         self.streaming = threading.Event()  #: set while the worker streams (snapshot done)
-        self._signals = 0
         self.flushes = 0
         self.rows_written = 0
         self.on_flush: Callable[[Flush], None] | None = None
@@ -68,21 +67,6 @@ class Worker:
         self.committer: Committer | None = None
 
     # ------------------------------------------------------------------------------------------ lifecycle
-
-    def install_signal_handlers(self) -> None:
-        def handler(signum: int, _frame: object) -> None:
-            self._signals += 1
-            if self._signals == 1:
-                log.info(
-                    "received %s: finishing the current flush, then stopping (again to stop at once)",
-                    signal.Signals(signum).name,
-                )
-                self.stopping.set()
-            else:
-                raise Interrupted(f"received {signal.Signals(signum).name} again")
-
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
 
     def run(self) -> None:
         """Run until stopped; retry transient faults with backoff; raise fatal ones."""
@@ -260,28 +244,55 @@ class Worker:
         self.status[ref].failed = str(exc)
 
 
+def install_signal_handlers(workers: list[Worker]) -> None:
+    """First SIGTERM/SIGINT: every worker finishes its flush and stops. Second: stop at once."""
+    received = []
+
+    def handler(signum: int, _frame: object) -> None:
+        received.append(signum)
+        name = signal.Signals(signum).name
+        if len(received) > 1:
+            raise Interrupted(f"received {name} again")
+        log.info("received %s: finishing the current flush, then stopping (again to stop at once)", name)
+        for worker in workers:
+            worker.stopping.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
 def run(settings: Settings) -> None:
-    """Entry point of ``lakegate ingest``: one worker per source that replicates tables."""
+    """Entry point of ``lakegate ingest``: one worker per source that replicates tables (a thread each)."""
     sources = [s for s in settings.sources if s.replicate]
     if not sources:
         raise SourceConfigError(
             "no source has tables to replicate; list them in [[sources]] replicate = [...]"
         )
-    if len(sources) > 1:
-        threads = []
-        workers = [Worker(settings, s) for s in sources]
-        for w in workers:
-            t = threading.Thread(target=w.run, name=f"ingest-{w.src.name}", daemon=True)
-            t.start()
-            threads.append(t)
-        for t in threads:
-            t.join()
-        return
-    worker = Worker(settings, sources[0])
-    worker.install_signal_handlers()
+    workers = [Worker(settings, s) for s in sources]
+    install_signal_handlers(workers)
+    errors: list[BaseException] = []
+
+    def guarded(worker: Worker) -> None:
+        try:
+            worker.run()
+        except Interrupted as exc:  # asked to stop in the middle of a snapshot: nothing was confirmed
+            log.warning("%s; the snapshot starts over on the next run", exc)
+        except BaseException as exc:  # re-raised on the main thread; the other workers stop
+            errors.append(exc)
+            for other in workers:
+                other.stopping.set()
+
+    threads = [
+        threading.Thread(target=guarded, args=(w,), name=f"ingest-{w.src.name}", daemon=True) for w in workers
+    ]
     try:
-        worker.run()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():  # join in slices so that signals reach the handler
+                thread.join(0.5)
     except Interrupted as exc:
         log.warning("%s: stopped at once; unconfirmed changes stay in PostgreSQL and will be replayed", exc)
-    except ConnectorError:
-        raise
+        return
+    if errors:
+        raise errors[0]

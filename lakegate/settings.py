@@ -230,6 +230,15 @@ def _validate(settings: Settings) -> None:
         raise SettingsError(f"source names must be unique, got {names}")
     if settings.lake.name in names:
         raise SettingsError(f"source name {settings.lake.name!r} is also the lake's name; rename one of them")
+    owners: dict[str, str] = {}
+    for src in settings.sources:
+        for table in src.replicate:
+            if table in owners:
+                raise SettingsError(
+                    f"sources {owners[table]!r} and {src.name!r} both replicate {table}, and both would write the "
+                    f"lake tables {table} and {table}__changelog; replicate it from one source only"
+                )
+            owners[table] = src.name
     for src in settings.sources:
         if src.kind != "postgres":
             raise SettingsError(f"source {src.name!r}: kind {src.kind!r} is not supported (only 'postgres')")

@@ -85,3 +85,69 @@ def test_slot_in_use_names_the_process_and_the_second_worker_waits(pg, pg_dsn, l
     assert messages and "another lakegate worker is probably running" in messages[0], messages
     assert "pg_terminate_backend(" in messages[0]
     assert issubclass(SlotInUse, Exception)
+
+
+def test_two_sources_stream_side_by_side_and_stop_together(pg_server, tmp_path, lake_dir) -> None:
+    import signal
+
+    from tests.procs import Proc, toml_value
+
+    dsns = []
+    for name in ("src_a", "src_b"):
+        with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.execute(f"CREATE DATABASE {name}")
+        dsns.append(pg_server.dsn(name))
+    with psycopg.connect(dsns[0], autocommit=True) as a, psycopg.connect(dsns[1], autocommit=True) as b:
+        a.execute("CREATE TABLE left_t (id int PRIMARY KEY, v text)")
+        b.execute("CREATE TABLE right_t (id int PRIMARY KEY, v text)")
+        a.execute("INSERT INTO left_t VALUES (1, 'a')")
+        b.execute("INSERT INTO right_t VALUES (1, 'b')")
+    config = tmp_path / "two.toml"
+    config.write_text(
+        f'[lake]\ncatalog_uri = "sqlite:///{lake_dir}/catalog.db"\nwarehouse = "{lake_dir}/warehouse"\n'
+        f'[[sources]]\nname = "a"\ndsn = {toml_value(dsns[0])}\nreplicate = ["public.left_t"]\n'
+        f'[[sources]]\nname = "b"\ndsn = {toml_value(dsns[1])}\nreplicate = ["public.right_t"]\n'
+        '[ingest]\ncommit_interval = "0.2s"\n'
+    )
+    worker = Proc(["ingest", "--config", str(config)], tmp_path / "two.log")
+    try:
+        worker.wait_for_output("streaming from slot lakegate_a")
+        worker.wait_for_output("streaming from slot lakegate_b")
+        with psycopg.connect(dsns[0], autocommit=True) as a, psycopg.connect(dsns[1], autocommit=True) as b:
+            a.execute("INSERT INTO left_t VALUES (2, 'a2')")
+            b.execute("UPDATE right_t SET v = 'b2'")
+            wait_caught_up(a, slot="lakegate_a")
+            wait_caught_up(b, slot="lakegate_b")
+    finally:
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, worker.output()[-2000:]
+    assert worker.output().count("stopped cleanly") == 2
+    from lakegate import settings as settings_mod
+
+    settings = settings_mod.load(config)
+    with psycopg.connect(dsns[0], autocommit=True) as a, psycopg.connect(dsns[1], autocommit=True) as b:
+        assert_lake_equals_source(a, settings, "public.left_t")
+        assert_lake_equals_source(b, settings, "public.right_t")
+    for name in ("src_a", "src_b"):
+        with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
+            admin.execute(
+                f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                f"WHERE database = '{name}'"
+            )
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_two_sources_may_not_replicate_the_same_table() -> None:
+    from lakegate import settings as settings_mod
+
+    with pytest.raises(settings_mod.SettingsError, match="both replicate public.users"):
+        settings_mod.load(
+            None,
+            environ={
+                "LAKEGATE_SOURCES__A__DSN": "host=x",
+                "LAKEGATE_SOURCES__A__REPLICATE": "public.users",
+                "LAKEGATE_SOURCES__B__DSN": "host=y",
+                "LAKEGATE_SOURCES__B__REPLICATE": "public.users",
+            },
+        )
