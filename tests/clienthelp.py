@@ -28,6 +28,7 @@ from tests.procs import Proc, write_config
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "client-test-token"
+SLOT = "lakegate_client_tests"
 TABLES = ["public.users", "public.transactions", "public.transaction_metadata", "public.vals"]
 
 SEED = """
@@ -115,13 +116,18 @@ def client_env(
         conn.execute(SEED)
         port = free_port()
         settings = gateway_settings(dsn, workdir / "lake", TABLES, tokens=[TOKEN], port=port, timeout="20s")
+        # Slots are cluster-wide and this database lives for the whole session: a name of its own, and the
+        # slot dropped once the lake is written (the gateway does not need it), so that other tests can use
+        # the default slot name.
+        settings.sources[0].slot = SLOT
         with running_worker(settings):
-            wait_caught_up(conn)
+            wait_caught_up(conn, SLOT)
             time.sleep(1.2)  # snapshot timestamps are in ms; leave a clear gap around the "before" instant
             before = datetime.datetime.now(datetime.UTC)
             time.sleep(1.2)
             conn.execute(CHANGES)
-            wait_caught_up(conn)
+            wait_caught_up(conn, SLOT)
+        conn.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
     config = write_config(settings, workdir / "lakegate.toml")
     gateway = Proc(["serve", "--config", str(config)], workdir / "gateway.log")
     stack.callback(_stop, gateway)
