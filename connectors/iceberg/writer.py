@@ -173,8 +173,7 @@ class LakeTable:
 
     def create(self) -> None:
         """Create missing tables (and the namespace)."""
-        with contextlib.suppress(NamespaceAlreadyExistsError):
-            self.catalog.create_namespace(self.namespace)
+        self._ensure_namespace()
         state_id, changelog_id = self.identifiers()
         props = {
             **TABLE_PROPERTIES,
@@ -191,6 +190,17 @@ class LakeTable:
             self.state = self.catalog.create_table_if_not_exists(
                 state_id, lake_schema(self.schema, STATE), properties={**props, "lakegate.kind": STATE}
             )
+
+    def _ensure_namespace(self) -> None:
+        try:
+            self.catalog.create_namespace(self.namespace)
+        except NamespaceAlreadyExistsError:
+            pass
+        except Exception as exc:  # a concurrent creator wins the race inside the catalog (e.g. SQLite UNIQUE)
+            try:
+                self.catalog.load_namespace_properties(self.namespace)
+            except Exception:
+                raise LakeError(f"cannot create the lake namespace {self.namespace!r}: {exc}") from exc
 
     def drop(self) -> None:
         for ident in self.identifiers():
