@@ -13,15 +13,29 @@ Every query runs on its own cursor (a DuckDB connection to the shared database),
 share state and each can be interrupted alone. Results stream as Arrow record batches.
 
 A source that cannot be attached at start (server down) is recorded as unavailable; :meth:`DuckDBEngine.reopen`
-builds a fresh database once it is back (attachments cannot be added after the lock).
+builds a fresh database once it is back (attachments cannot be added after the lock). ``generation`` counts the
+databases built, so that whoever keeps state inside one (the gateway's lake cache) knows when it is gone.
+
+PostgreSQL scans (verified with ``pg_debug_show_queries``): a scan sends one ``COPY (SELECT <projected columns>
+... WHERE <pushed filters>) TO STDOUT (FORMAT binary)`` per 1000 pages of the table, inside ``BEGIN ... REPEATABLE
+READ READ ONLY`` / ``COMMIT``, on connections the extension keeps in its pool (no connection set-up per query).
+``pg_staleness_query_enabled`` adds one small catalog query per scan (well under a millisecond on a local server),
+which is what lets tables and columns created in PostgreSQL after the ATTACH be seen; we keep it. Text filters
+are pushed with ``COLLATE "C"``, which a B-tree index in another collation (``C.UTF-8``, ``en_US``...) cannot
+serve: such a filter costs PostgreSQL a sequential scan of the table.
+
+A cursor's Arrow reader that is not read to its end keeps its DuckDB transaction open even after the cursor is
+closed (verified with DuckDB 1.5.5), and an open transaction keeps every table dropped after it started in
+memory: :meth:`DuckDBResult.close` therefore closes the reader before the cursor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,10 +119,12 @@ class DuckDBEngine:
         self._lock = threading.Lock()
         self._db: duckdb.DuckDBPyConnection | None = None
         self._functions: frozenset[str] | None = None
+        self.generation = 0  #: incremented by every database built (state kept in an old one is gone)
 
     def open(self) -> None:
         with self._lock:
             old, self._db = self._db, self._build()
+            self.generation += 1
         if old is not None:
             old.close()
 
@@ -201,6 +217,31 @@ class DuckDBEngine:
             result.close()
         return table.column(0)[0].as_py() if table.num_rows else None
 
+    def execute(self, sql: str, interruptible: Callable[[DuckDBResult], None] | None = None) -> None:
+        """Run a statement of the gateway's own (DDL of the lake cache) to its end; ``interruptible`` receives
+        the running result, whose ``cancel()`` interrupts it from another thread."""
+        result = self.prepare(sql)
+        if interruptible is not None:
+            interruptible(result)
+        try:
+            result.start()
+            for _ in result:
+                pass
+        finally:
+            result.close()
+
+    def table_memory(self) -> int:
+        """Bytes held by in-memory tables (DuckDB's ``IN_MEMORY_TABLE`` tag, spilled blocks included)."""
+        value = self.value(
+            "SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
+            "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"
+        )
+        return int(value or 0)
+
+    def memory_limit(self) -> int:
+        """DuckDB's memory limit in bytes (its default is 80% of the machine's memory)."""
+        return parse_memory(str(self.value("SELECT current_setting('memory_limit')")))
+
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
@@ -217,6 +258,7 @@ class DuckDBResult:
         self._batch_rows = batch_rows
         self._cancelled = threading.Event()
         self._closed = False
+        self._reader: pa.RecordBatchReader | None = None
         self.schema = pa.schema([])
 
     def start(self) -> None:
@@ -232,7 +274,7 @@ class DuckDBResult:
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         while True:
-            if self._cancelled.is_set():
+            if self._cancelled.is_set() or self._reader is None:
                 raise QueryCancelled(engine="duckdb")
             try:
                 batch = self._reader.read_next_batch()
@@ -245,19 +287,33 @@ class DuckDBResult:
     def cancel(self) -> None:
         self._cancelled.set()
         if not self._closed:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 self._cursor.interrupt()
-            except duckdb.Error:
-                pass
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        reader = self._reader
         try:
+            if reader is not None:
+                reader.close()  # ends the DuckDB transaction (closing the cursor alone does not)
             self._cursor.close()
-        except duckdb.Error:
+        except (duckdb.Error, pa.ArrowException, OSError):
             pass
+        self._reader = None
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS.update({"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "bytes": 1})
+
+
+def parse_memory(text: str) -> int:
+    """DuckDB's rendering of a size (``18.8 GiB``, ``512.0 MiB``, ``1000 bytes``) -> bytes (0 if unreadable)."""
+    match = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        return 0
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
 def quote(name: str) -> str:
