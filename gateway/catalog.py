@@ -70,6 +70,7 @@ class Catalog:
             )
         self.ttl = ttl
         self._pg_cache: dict[str, tuple[float, dict[tuple[str, str], str]]] = {}
+        self._pg_versions: dict[str, int] = {}
         self._lock = threading.Lock()
 
     @property
@@ -102,13 +103,29 @@ class Catalog:
             raise Unavailable(f"cannot list the tables of PostgreSQL source {source!r}: {exc}") from exc
         tables = {(schema, name): kind for schema, name, kind in rows}
         with self._lock:
+            if cached is None or cached[1] != tables:
+                self._pg_versions[source] = self._pg_versions.get(source, 0) + 1
             self._pg_cache[source] = (time.monotonic(), tables)
         return tables
 
+    def version(self, source: str, *, refresh: bool = False) -> int:
+        """A number that changes whenever the table list of PostgreSQL source ``source`` changes, read as name
+        resolution reads it (every ``ttl`` seconds; with ``refresh``, as after a name was not found in it);
+        the plan cache keys on it."""
+        self.tables(source, refresh=refresh)
+        return self._pg_versions.get(source, 0)
+
     # ----------------------------------------------------------------------------------------- resolution
 
-    def resolve(self, table: exp.Table, lake_listing: Mapping[tuple[str, str], object]) -> TableRef:
-        """The table ``table`` names; raises NotFound with suggestions."""
+    def resolve(
+        self,
+        table: exp.Table,
+        lake_listing: Mapping[tuple[str, str], object],
+        consulted: dict[str, bool] | None = None,
+    ) -> TableRef:
+        """The table ``table`` names; raises NotFound with suggestions. The PostgreSQL sources whose table lists
+        decided the answer are entered in ``consulted`` (True where a name was not found, so that the list was
+        read afresh)."""
         parts = [p for p in (table.args.get("catalog"), table.args.get("db"), table.args.get("this")) if p]
         idents = [p if isinstance(p, exp.Identifier) else exp.to_identifier(p.name) for p in parts]
         written = ".".join(p.sql(dialect="postgres") for p in idents)
@@ -116,13 +133,13 @@ class Catalog:
             raise NotFound(f"{written}: a table name has at most three parts (source.schema.table)")
         if len(idents) == 3:
             source = self._source(idents[0], written)
-            found = self._find(source, idents[1], idents[2], lake_listing)
+            found = self._find(source, idents[1], idents[2], lake_listing, consulted)
             if found:
                 return found
         else:
             schema = idents[0] if len(idents) == 2 else exp.to_identifier(DEFAULT_SCHEMA)
             for source in self.search_path:
-                found = self._find(source, schema, idents[-1], lake_listing)
+                found = self._find(source, schema, idents[-1], lake_listing, consulted)
                 if found:
                     return found
         raise NotFound(f"table {written} does not exist{self._suggest(idents, lake_listing)}")
@@ -143,12 +160,19 @@ class Catalog:
         schema: exp.Identifier,
         name: exp.Identifier,
         lake_listing: Mapping[tuple[str, str], object],
+        consulted: dict[str, bool] | None = None,
     ) -> TableRef | None:
         key = (_fold(schema), _fold(name))
         kind = LAKE if source == self.lake_name else POSTGRES
         if key in self.tables(source, lake_listing=lake_listing):
+            if kind == POSTGRES and consulted is not None:
+                consulted.setdefault(source, False)
             return TableRef(source, kind, *key)
-        if kind == POSTGRES and key in self.tables(source, refresh=True):
+        if kind == LAKE:
+            return None
+        if consulted is not None:
+            consulted[source] = True
+        if key in self.tables(source, refresh=True):
             return TableRef(source, kind, *key)
         return None
 

@@ -8,6 +8,7 @@ any time (the client went away); the engine query is then interrupted, not aband
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
@@ -84,10 +85,8 @@ class Watchdog:
                 if handle in self._cancelled:
                     self._cancelled.discard(handle)
                     continue
-            try:
+            with contextlib.suppress(Exception):  # a failing cancel must not stop the watchdog
                 callback()
-            except Exception:  # a failing cancel must not stop the watchdog
-                pass
 
     def stop(self) -> None:
         with self._cond:

@@ -85,7 +85,50 @@ class Metrics:
             ]
         if status is not None:
             lines += table_gauges(status)
+            if status.get("cache"):
+                lines += cache_lines(status["cache"])
         return "\n".join(lines) + "\n"
+
+
+_CACHE = (
+    ("lakegate_cache_entries", "gauge", "Lake tables held in the lake cache.", "entries"),
+    ("lakegate_cache_bytes", "gauge", "DuckDB memory held by the lake cache.", "bytes"),
+    (
+        "lakegate_cache_budget_bytes",
+        "gauge",
+        "The lake cache's byte budget ([gateway] cache_bytes).",
+        "budget_bytes",
+    ),
+    ("lakegate_cache_loading", "gauge", "Lake cache loads queued or running.", "loading"),
+    ("lakegate_cache_hits_total", "counter", "Lake table reads served from the lake cache.", "hits"),
+    ("lakegate_cache_misses_total", "counter", "Lake table reads at a snapshot not (yet) cached.", "misses"),
+    ("lakegate_cache_loads_total", "counter", "Lake cache loads completed.", "loads"),
+    ("lakegate_cache_load_failures_total", "counter", "Lake cache loads that failed.", "load_failures"),
+    (
+        "lakegate_cache_skipped_total",
+        "counter",
+        "Loads not done: the budget was held by tables in use.",
+        "skipped",
+    ),
+    ("lakegate_cache_evictions_total", "counter", "Entries evicted to keep the byte budget.", "evictions"),
+    ("lakegate_cache_load_seconds_total", "counter", "Time spent loading the lake cache.", "load_seconds"),
+)
+
+
+def cache_lines(cache: dict[str, Any]) -> list[str]:
+    """The lake cache's and the plan cache's figures (``Gateway.cache_figures``)."""
+    lines: list[str] = []
+    for name, kind, help_text, key in _CACHE:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {cache.get(key, 0)}"]
+    plans = cache.get("plans") or {}
+    for key, kind, help_text in (
+        ("entries", "gauge", "Routed statements kept by the plan cache."),
+        ("hits", "counter", "Statements whose parse, guard and routing came from the plan cache."),
+        ("misses", "counter", "Statements parsed, guarded and routed anew."),
+    ):
+        name = f"lakegate_plan_cache_{key}" + ("_total" if kind == "counter" else "")
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {plans.get(key, 0)}"]
+    return lines
 
 
 _GAUGES = (

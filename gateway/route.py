@@ -14,20 +14,19 @@ result was truncated). Time travel (``FOR VERSION AS OF`` / ``FOR TIMESTAMP AS O
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import sqlglot
 from sqlglot import exp
 
 from gateway.catalog import LAKE, Catalog, TableRef
 from gateway.errors import BadRequest, UnsupportedQuery
 from gateway.guard import iter_tables
-from gateway.lake import Lake, TimeTravel, view_sql
+from gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from gateway.parse import DIALECT, position
 
 POSTGRES_ROUTE, DUCKDB_ROUTE, GATEWAY_ROUTE = "postgres", "duckdb", "gateway"
@@ -57,6 +56,33 @@ class Plan:
         }
 
 
+@dataclass(frozen=True)
+class LakeRead:
+    """A lake table the statement reads, as the view (CTE) ``view``."""
+
+    view: str
+    ref: TableRef
+    travel: TimeTravel | None
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A statement parsed, guarded, resolved and routed: everything but the lake views, whose SQL depends on
+    the tables' current snapshots (and on the lake cache) and is rendered for every query by
+    :meth:`Router.render`. Immutable, so the plan cache can keep and share it."""
+
+    route: str
+    body: str  #: the engine SQL without lake views (the whole SQL when there are none)
+    source: str | None
+    tables: tuple[str, ...]
+    lakes: tuple[LakeRead, ...] = ()
+    head: str = ""  #: "WITH " or "WITH RECURSIVE " (duckdb route with lake views)
+    ctes: str = ""  #: the statement's own CTEs, after which the views are placed
+    main: str = ""  #: the statement without its WITH clause
+    literal_travel: bool = True  #: every time-travel argument was a literal (the routing can be reused)
+    consulted: tuple[tuple[str, bool], ...] = ()  #: PostgreSQL sources resolution read (True: a name missed)
+
+
 class Router:
     """``evaluate(duckdb_sql)`` returns the value of a constant expression (time-travel arguments)."""
 
@@ -65,22 +91,44 @@ class Router:
         self.lake = lake
         self.evaluate = evaluate
 
-    def plan(self, ast: exp.Expression, max_rows: int | None) -> Plan:
+    def plan(self, ast: exp.Expression, max_rows: int | None, cached: Cached | None = None) -> Plan:
+        listing = self.lake.listing()
+        return self.render(self.route(ast, max_rows, listing), listing, cached)
+
+    def route(
+        self, ast: exp.Expression, max_rows: int | None, listing: dict[tuple[str, str], str | None]
+    ) -> Routed:
         ast = ast.copy()
         if isinstance(ast, exp.Subquery) and not ast.args.get("alias"):
             ast = cast(exp.Expression, ast.unnest())
-        listing = self.lake.listing()
         ctes = {_fold(cte.args["alias"].this) for cte in ast.find_all(exp.CTE) if cte.args.get("alias")}
         resolved: list[tuple[exp.Table, TableRef]] = []
+        consulted: dict[str, bool] = {}
         for table in list(iter_tables(ast)):
             if not table.args.get("db") and _fold(table.this) in ctes:
                 continue
-            resolved.append((table, self.catalog.resolve(table, listing)))
-        names = list(dict.fromkeys(str(ref) for _, ref in resolved))
+            resolved.append((table, self.catalog.resolve(table, listing, consulted)))
+        names = tuple(dict.fromkeys(str(ref) for _, ref in resolved))
         sources = {ref.source for _, ref in resolved}
         if resolved and len(sources) == 1 and resolved[0][1].kind != LAKE:
-            return self._postgres(ast, resolved, names, max_rows)
-        return self._duckdb(ast, resolved, names, listing, max_rows)
+            routed = self._postgres(ast, resolved, names, max_rows)
+        else:
+            routed = self._duckdb(ast, resolved, names, max_rows)
+        return dataclasses.replace(routed, consulted=tuple(sorted(consulted.items())))
+
+    def render(
+        self, routed: Routed, listing: dict[tuple[str, str], str | None], cached: Cached | None = None
+    ) -> Plan:
+        """The plan of ``routed`` against the lake's current metadata (``listing``)."""
+        if not routed.lakes:
+            return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables))
+        views: dict[str, str] = {}
+        for read in routed.lakes:
+            entry = self.lake.entry(read.ref.schema, read.ref.name, listing)
+            views[read.view] = view_sql(entry, read.travel, cached)
+        with_views = ", ".join(f"{quote(name)} AS NOT MATERIALIZED ({sql})" for name, sql in views.items())
+        sql = f"{routed.head}{with_views}{', ' + routed.ctes if routed.ctes else ''} {routed.main}"
+        return Plan(routed.route, sql, routed.source, routed.body, views, list(routed.tables))
 
     # ------------------------------------------------------------------------------------------ postgres
 
@@ -88,9 +136,9 @@ class Router:
         self,
         ast: exp.Expression,
         resolved: list[tuple[exp.Table, TableRef]],
-        names: list[str],
+        names: tuple[str, ...],
         max_rows: int | None,
-    ) -> Plan:
+    ) -> Routed:
         for table, ref in resolved:
             if table.args.get("version"):
                 raise _bad(table, f"time travel is only for lake tables; {ref} is a live PostgreSQL table")
@@ -99,8 +147,7 @@ class Router:
             table.set("this", _ident(ref.name))
         _strip_column_parts(ast, keep_db=True)
         cap_rows(ast, max_rows)
-        sql = ast.sql(dialect="postgres")
-        return Plan(POSTGRES_ROUTE, sql, resolved[0][1].source, body=sql, tables=names)
+        return Routed(POSTGRES_ROUTE, ast.sql(dialect="postgres"), resolved[0][1].source, names)
 
     # -------------------------------------------------------------------------------------------- duckdb
 
@@ -108,17 +155,20 @@ class Router:
         self,
         ast: exp.Expression,
         resolved: list[tuple[exp.Table, TableRef]],
-        names: list[str],
-        listing: dict[tuple[str, str], str | None],
+        names: tuple[str, ...],
         max_rows: int | None,
-    ) -> Plan:
-        views: dict[str, str] = {}
+    ) -> Routed:
+        lakes: dict[str, LakeRead] = {}
+        literal = True
         for table, ref in resolved:
             if ref.kind == LAKE:
+                version = table.args.get("version")
+                literal = literal and (
+                    version is None or isinstance(version.args.get("expression"), exp.Literal)
+                )
                 travel = self._travel(table)
                 view = _view_name(ref, travel)
-                if view not in views:
-                    views[view] = view_sql(self.lake.entry(ref.schema, ref.name, listing), travel)
+                lakes.setdefault(view, LakeRead(view, ref, travel))
                 alias = table.args.get("alias")
                 table.set("version", None)
                 table.set("catalog", None)
@@ -139,9 +189,10 @@ class Router:
         _name_like_postgres(ast)
         cap_rows(ast, max_rows)
         body = ast.sql(dialect="duckdb")
-        if views:
-            ast = _with_views(ast, views)
-        return Plan(DUCKDB_ROUTE, ast.sql(dialect="duckdb"), body=body, views=views, tables=names)
+        if not lakes:
+            return Routed(DUCKDB_ROUTE, body, None, names)
+        head, ctes, main = _split_with(ast)
+        return Routed(DUCKDB_ROUTE, body, None, names, tuple(lakes.values()), head, ctes, main, literal)
 
     def _travel(self, table: exp.Table) -> TimeTravel | None:
         version = table.args.get("version")
@@ -167,32 +218,21 @@ class Router:
         return TimeTravel(timestamp_ms=int(value.timestamp() * 1000))
 
 
-def _with_views(ast: exp.Expression, views: dict[str, str]) -> exp.Expression:
-    """Prepend the lake views as non-materialized CTEs to the statement's WITH clause."""
-    ctes = [
-        exp.CTE(
-            this=_parsed_view(sql).copy(),
-            alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)),
-            materialized=False,
-        )
-        for name, sql in views.items()
-    ]
+def _split_with(ast: exp.Expression) -> tuple[str, str, str]:
+    """("WITH " or "WITH RECURSIVE ", the statement's own CTEs, the statement without WITH), so that lake views
+    can be placed first in the WITH clause as text (a VALUES statement is wrapped into a SELECT first)."""
     if isinstance(ast, exp.Values):
         ast = exp.select("*").from_(
             exp.Subquery(this=ast, alias=exp.TableAlias(this=exp.to_identifier("_values")))
         )
     existing = ast.args.get("with_")
-    if existing is not None:
-        existing.set("expressions", ctes + list(existing.expressions))
-    else:
-        ast.set("with_", exp.With(expressions=ctes))
-    return ast
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed_view(sql: str) -> exp.Expression:
-    """Views are regenerated for every query but change only when a table commits: parse each text once."""
-    return cast(exp.Expression, sqlglot.parse_one(sql, read="duckdb"))
+    if existing is None:
+        return "WITH ", "", ast.sql(dialect="duckdb")
+    ast = ast.copy()
+    ast.set("with_", None)
+    text = existing.sql(dialect="duckdb")
+    head = "WITH RECURSIVE " if text.upper().startswith("WITH RECURSIVE ") else "WITH "
+    return head, text[len(head) :], ast.sql(dialect="duckdb")
 
 
 def cap_rows(ast: exp.Expression, max_rows: int | None) -> None:

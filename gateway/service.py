@@ -3,10 +3,16 @@
 ``prepare(sql)`` parses, guards and routes a statement and returns an :class:`Execution` that is not started yet
 (the caller registers it for cancellation first); ``start()`` runs the engine up to the first rows, ``batches()``
 streams the rest. ``query(sql)`` does all of it and collects the rows, for callers that want a table.
+
+Two caches cut the work of repeated queries: the plan cache (:mod:`gateway.plans`: parse, guard and routing by
+SQL text) and the lake cache (:mod:`gateway.cache`: lake tables in DuckDB memory by snapshot). The lake views are
+rendered for every query from the tables' current metadata, so neither can serve a stale answer; the cache
+tables a query reads are pinned (leases) until its execution is closed.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,13 +24,15 @@ from connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
 from connectors.postgres.engine import PostgresEngine
 from connectors.query import QueryError
 from gateway import parse as parse_mod
+from gateway.cache import LakeCache, Lease
 from gateway.catalog import POSTGRES, Catalog
 from gateway.errors import BadRequest, GatewayError, Unavailable
 from gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from gateway.guard import Guard
 from gateway.lake import Lake
 from gateway.metrics import Metrics
-from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, Plan, Router
+from gateway.plans import PlanCache
+from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, Plan, Routed, Router
 from gateway.schema import describe_table, schema_listing, show
 from gateway.status import lake_status
 from lakegate.settings import Settings
@@ -83,8 +91,11 @@ class Gateway:
         self.router = Router(self.catalog, self.lake, self._evaluate)
         self.watchdog = Watchdog()
         self.metrics = Metrics()
+        self.cache = LakeCache(self.duckdb, cfg.cache_bytes)
+        self.plans = PlanCache()
         self._guard: Guard | None = None
         self._executions: set[Execution] = set()
+        self._lake_names: frozenset[tuple[str, str]] = frozenset()
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -94,12 +105,30 @@ class Gateway:
         except QueryError as exc:
             raise Unavailable(f"DuckDB cannot start: {exc}") from exc
         self._guard = Guard(self.duckdb.functions(), frozenset(self.settings.gateway.allow_functions))
+        self._fit_cache()
         return self
+
+    def _fit_cache(self) -> None:
+        """In-memory tables count against DuckDB's memory limit: the cache takes at most half of it."""
+        try:
+            limit = self.duckdb.memory_limit()
+        except QueryError:
+            return
+        if limit and self.cache.budget > limit // 2:
+            log.warning(
+                "[gateway] cache_bytes = %d is more than half of DuckDB's memory limit (%d bytes); "
+                "the lake cache uses %d bytes",
+                self.cache.budget,
+                limit,
+                limit // 2,
+            )
+            self.cache.budget = limit // 2
 
     def close(self) -> None:
         for execution in list(self._executions):
             execution.cancel(SHUTDOWN)
         self.watchdog.stop()
+        self.cache.close()
         self.duckdb.close()
         for engine in self.postgres.values():
             engine.close()
@@ -124,48 +153,102 @@ class Gateway:
         timeout = cfg.timeout if timeout_ms is None else min(timeout_ms / 1000, cfg.timeout)
         return Limits(max_rows=rows, timeout=timeout, max_bytes=cfg.max_result_bytes)
 
-    def plan(self, sql: str, max_rows: int | None = None) -> tuple[parse_mod.Statement, Plan | None]:
-        """Parse, guard and route ``sql`` (no engine runs). The plan is None for SHOW and DESCRIBE."""
-        statement = parse_mod.parse(sql)
-        if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
-            return statement, None
-        assert statement.ast is not None
-        self.guard.check(statement.ast)
-        return statement, self.router.plan(statement.ast, max_rows)
+    def plan(
+        self, sql: str, max_rows: int | None = None, leases: list[Lease] | None = None
+    ) -> tuple[parse_mod.Statement, Plan | None]:
+        """Parse, guard and route ``sql`` (no engine runs). The plan is None for SHOW and DESCRIBE. With
+        ``leases``, lake tables may be read from the lake cache, and the cache tables used are pinned there."""
+        listing: dict[tuple[str, str], str | None] | None = None
+
+        def fingerprint(routed: Routed) -> Any:
+            nonlocal listing
+            listing = self._listing()
+            return self._fingerprint(routed, listing)
+
+        cached = self.plans.get(sql, max_rows, fingerprint)
+        if cached is not None:
+            statement, routed = cached.statement, cached.routed
+        else:
+            statement = parse_mod.parse(sql)
+            if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
+                return statement, None
+            assert statement.ast is not None
+            self.guard.check(statement.ast)
+            listing = self._listing() if listing is None else listing
+            routed = self.router.route(statement.ast, max_rows, listing)
+            self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed)
+        assert listing is not None
+        scan = None
+        if leases is not None and self.cache.enabled:
+            scan = functools.partial(self.cache.scan, leases=leases)
+        return statement, self.router.render(routed, listing, scan)
+
+    def _listing(self) -> dict[tuple[str, str], str | None]:
+        listing = self.lake.listing()
+        names = frozenset(listing)
+        if names != self._lake_names:  # tables added or dropped: the cache forgets the dropped ones
+            self._lake_names = names
+            self.cache.sweep(set(names))
+        return listing
+
+    def _fingerprint(self, routed: Routed, listing: dict[tuple[str, str], str | None]) -> Any:
+        """What the routing of a statement depends on: the lake's table names and the table lists of the
+        PostgreSQL sources its name resolution read."""
+        pg = tuple(self.catalog.version(source, refresh=missed) for source, missed in routed.consulted)
+        return frozenset(listing), pg
 
     def prepare(self, sql: str, *, max_rows: int | None = None, timeout_ms: float | None = None) -> Execution:
         """An execution of ``sql`` that is ready to ``start()``."""
         limits = self.limits(max_rows, timeout_ms)
-        statement, plan = self.plan(sql, limits.max_rows)
-        if plan is None or statement.kind == parse_mod.EXPLAIN:
-            table = self._answer(statement, plan)
-            execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE)
-        else:
-            execution = Execution(self._stream(plan, limits), limits, self.watchdog, plan.route)
+        leases: list[Lease] = []
+        try:
+            statement, plan = self.plan(sql, limits.max_rows, leases)
+            if plan is not None and statement.kind != parse_mod.EXPLAIN and self._reattach(plan):
+                _release(leases)  # DuckDB was rebuilt: the cache tables named by the plan are gone
+                statement, plan = self.plan(sql, limits.max_rows, leases)
+            if plan is None or statement.kind == parse_mod.EXPLAIN:
+                table = self._answer(statement, plan)
+                execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE)
+            else:
+                execution = Execution(self._stream(plan, limits), limits, self.watchdog, plan.route)
+        except BaseException:
+            _release(leases)
+            raise
         execution.plan = plan  # type: ignore[attr-defined]
-        self._track(execution)
+        self._track(execution, leases)
         return execution
+
+    def _reattach(self, plan: Plan) -> bool:
+        """Make sure every PostgreSQL source the DuckDB plan reads is attached; True if DuckDB was rebuilt."""
+        if plan.route != DUCKDB_ROUTE:
+            return False
+        needed = {t.split(".")[0] for t in plan.tables} & set(self.postgres)
+        missing = needed & set(self.duckdb.unavailable)
+        if not missing:
+            return False
+        if not self.duckdb.reopen():
+            raise Unavailable(
+                f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
+                f"{'; '.join(self.duckdb.unavailable.values())}"
+            )
+        return True
 
     def _stream(self, plan: Plan, limits: Limits) -> Any:
         if plan.route == POSTGRES_ROUTE:
             assert plan.source is not None
             return self.postgres[plan.source].prepare(plan.sql, timeout=limits.timeout)
-        needed = {t.split(".")[0] for t in plan.tables} & set(self.postgres)
-        missing = needed & set(self.duckdb.unavailable)
-        if missing and not self.duckdb.reopen():
-            raise Unavailable(
-                f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
-                f"{'; '.join(self.duckdb.unavailable.values())}"
-            )
         return self.duckdb.prepare(plan.sql)
 
-    def _track(self, execution: Execution) -> None:
+    def _track(self, execution: Execution, leases: list[Lease]) -> None:
         self._executions.add(execution)
         close = execution.close
 
         def tracked_close() -> None:
             self._executions.discard(execution)
-            close()
+            try:
+                close()
+            finally:
+                _release(leases)
 
         execution.close = tracked_close  # type: ignore[method-assign]
 
@@ -180,7 +263,14 @@ class Gateway:
     # ------------------------------------------------------------------------------- explain, schema, status
 
     def explain(self, sql: str) -> dict[str, Any]:
-        statement, plan = self.plan(sql, self.settings.gateway.max_rows)
+        leases: list[Lease] = []
+        try:
+            return self._explain(sql, leases)
+        finally:
+            _release(leases)
+
+    def _explain(self, sql: str, leases: list[Lease]) -> dict[str, Any]:
+        statement, plan = self.plan(sql, self.settings.gateway.max_rows, leases)
         if plan is None:
             return {
                 "route": GATEWAY_ROUTE,
@@ -231,13 +321,26 @@ class Gateway:
         return schema_listing(self)
 
     def status(self) -> dict[str, Any]:
-        return lake_status(self)
+        out = lake_status(self)
+        out["cache"] = self.cache_figures()
+        return out
+
+    def cache_figures(self) -> dict[str, Any]:
+        """The lake cache's and the plan cache's figures (``/v1/status`` and ``/metrics``)."""
+        figures = self.cache.figures()
+        figures["plans"] = self.plans.figures()
+        return figures
 
     def _evaluate(self, sql: str) -> Any:
         try:
             return self.duckdb.value(sql)
         except QueryError as exc:
             raise BadRequest(f"cannot evaluate the time-travel argument: {exc}") from exc
+
+
+def _release(leases: list[Lease]) -> None:
+    while leases:
+        leases.pop().release()
 
 
 __all__ = ["DUCKDB_ROUTE", "GATEWAY_ROUTE", "POSTGRES", "POSTGRES_ROUTE", "Gateway", "GatewayError", "Result"]

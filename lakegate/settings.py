@@ -137,6 +137,14 @@ class GatewaySettings:
     duckdb_memory_limit: str = _help(
         "DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", ""
     )
+    cache_bytes: int = _help(
+        "Memory for the lake cache: hot lake tables kept in DuckDB memory at their current snapshot, least "
+        "recently used evicted first (0 = off; at most half of DuckDB's memory limit). The default holds a "
+        "fact table of a few tens of millions of narrow rows and leaves most of DuckDB's memory to the "
+        "queries even on a 4 GiB host.",
+        2**30,
+        kind="size",
+    )
 
 
 @dataclass

@@ -1,0 +1,83 @@
+"""The plan cache: a statement's parse, guard, name resolution and routing, kept by SQL text.
+
+BI dashboards send the same SQL again and again; parsing, guarding and routing it with sqlglot costs about a
+millisecond of Python each time. What is kept is a :class:`gateway.route.Routed`: the route and the engine SQL
+*without* the lake views. The views are rendered for every query from the tables' current metadata (so a commit,
+a fold, a schema change or a cache load is seen at once), which is why a cached plan can never be stale about
+the lake's data or columns.
+
+What a cached routing does depend on is which tables exist: name resolution (search path, "does
+``public.orders`` mean the lake table or the PostgreSQL one") and the route follow from it. The key is therefore
+the SQL text and the row cap, and an entry is only served while the fingerprint of the lake's table names and of
+each PostgreSQL source's table list (the catalog's, refreshed every few seconds as before) is the one it was
+routed under. A routing whose time travel evaluates an expression (``now() - interval '1 hour'``) is not kept:
+its meaning changes with time. The guard's decision depends only on the statement and the gateway's
+configuration, so it is kept with the routing. Errors are not cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.parse import Statement
+from gateway.route import Routed
+
+MAX_SQL = 64 * 1024  #: longer statements are not kept (generated SQL is rarely repeated verbatim)
+
+
+@dataclass(frozen=True)
+class Cached:
+    statement: Statement
+    routed: Routed
+    fingerprint: Any
+
+
+class PlanCache:
+    """An LRU map ``(sql, max_rows) -> routing``, valid under one fingerprint of the catalog."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[tuple[str, int | None], Cached] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, sql: str, max_rows: int | None, fingerprint: Callable[[Routed], Any]) -> Cached | None:
+        """The routing kept for ``sql``, if ``fingerprint(routing)`` (the catalog now) is the one it was kept
+        under. ``fingerprint`` is only called when there is an entry."""
+        key = (sql, max_rows)
+        with self._lock:
+            found = self._entries.get(key)
+        if found is not None and found.fingerprint != fingerprint(found.routed):
+            found = None
+        with self._lock:
+            if found is None:
+                self.misses += 1
+                return None
+            if key in self._entries:
+                self._entries.move_to_end(key)
+            self.hits += 1
+            return found
+
+    def put(
+        self, sql: str, max_rows: int | None, fingerprint: Any, statement: Statement, routed: Routed
+    ) -> None:
+        if self.size <= 0 or len(sql) > MAX_SQL or not routed.literal_travel:
+            return
+        with self._lock:
+            self._entries[(sql, max_rows)] = Cached(statement, routed, fingerprint)
+            self._entries.move_to_end((sql, max_rows))
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def figures(self) -> dict[str, int]:
+        with self._lock:
+            return {"entries": len(self._entries), "hits": self.hits, "misses": self.misses}

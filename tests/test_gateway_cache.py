@@ -1,0 +1,298 @@
+"""The lake cache and the plan cache against real DuckDB, Iceberg and PostgreSQL: a gateway with the cache answers
+exactly what a gateway without it and PostgreSQL answer, right after an ingest commit and right after a fold; a
+new snapshot is loaded and the old entry dropped (not while a query still reads it); the byte budget holds by
+evicting the least recently used; time travel reads the old version; a cached plan never outlives a change of
+the tables it was routed on. Loads are asynchronous: tests wait for them with ``LakeCache.wait_idle``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pytest
+from pyiceberg.types import StringType
+
+from connectors.iceberg import catalog as lake_catalog
+from gateway.service import Gateway
+from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of, same_rows
+from tests.lakehelp import lake_table, running_worker, wait_caught_up
+
+COLUMNS = "id, name, price, ratio, tags, seen, day, raw, u"
+ITEMS = """
+CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(30,8), ratio float8, tags text[], seen timestamptz,
+                    day date, raw bytea, u uuid);
+INSERT INTO items SELECT g, 'item ' || g, g * 1.25, CASE WHEN g % 50 = 0 THEN 'NaN'::float8 ELSE g / 3.0 END,
+       ARRAY['t' || (g % 3)], timestamptz '2024-01-01 00:00+00' + g * interval '1 hour', date '2024-01-01' + g,
+       decode(lpad(to_hex(g), 4, '0'), 'hex'), md5(g::text)::uuid
+FROM generate_series(1, 2000) g;
+"""
+AGGREGATE = "SELECT count(*) AS n, sum(price) AS total, min(seen) AS first, max(name) AS last FROM {} WHERE id % 7 = 3"
+
+
+def _cache_tables(gateway: Gateway) -> set[str]:
+    """The lake cache's tables that exist in DuckDB now."""
+    result = gateway.duckdb.run(
+        "SELECT schema_name || '.' || table_name AS name FROM duckdb_tables() WHERE schema_name = 'lakegate_cache'"
+    )
+    try:
+        return {row["name"] for row in pa.Table.from_batches(list(result), schema=result.schema).to_pylist()}
+    finally:
+        result.close()
+
+
+def _entry(gateway: Gateway, table: str) -> Any:
+    found = [e for e in gateway.cache.entries() if ".".join(e.version.ident) == table]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def _snapshot_id(settings: Any, part: str) -> int:
+    """The current snapshot id of the items state table or change log."""
+    table = getattr(lake_table(settings, "public.items"), part)
+    return int(table.current_snapshot().snapshot_id)
+
+
+def _same_everywhere(
+    cached: Gateway, plain: Gateway, pg: psycopg.Connection, what: str, *, hit: bool
+) -> None:
+    """The cached gateway == the gateway without cache == PostgreSQL, for rows and an aggregate; with ``hit``,
+    the cached gateway must have read its cache for both."""
+    hits = cached.cache.stats.hits
+    for lake_sql, pg_sql, ordered in (
+        (f"SELECT {COLUMNS} FROM lake.public.items", f"SELECT {COLUMNS} FROM public.items", False),
+        (AGGREGATE.format("lake.public.items"), AGGREGATE.format("public.items"), True),
+    ):
+        got = rows_of(cached.query(lake_sql).table)
+        assert same_rows(got, rows_of(plain.query(lake_sql).table), ordered), f"{what}: cache != no cache"
+        assert same_rows(got, pg_rows(pg, pg_sql), ordered), f"{what}: cache != PostgreSQL"
+    if hit:
+        assert cached.cache.stats.hits >= hits + 2, f"{what}: the cached gateway did not read its cache"
+
+
+def test_cache_is_never_stale_after_commits_and_folds(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Path
+) -> None:
+    pg.execute(ITEMS)
+    settings = gateway_settings(pg_dsn, lake_dir, ["public.items"], cache_bytes="256MiB")
+    settings.ingest.fold_interval = 3600.0  # folds happen when the test says
+    settings.ingest.maintenance_interval = 0.0
+    plain_settings = gateway_settings(pg_dsn, lake_dir, ["public.items"], cache_bytes=0)
+    cached, plain = Gateway(settings).open(), Gateway(plain_settings).open()
+    versions: list[tuple[int, list[tuple[Any, ...]]]] = []
+    try:
+        with running_worker(settings):
+            wait_caught_up(pg)
+            _same_everywhere(cached, plain, pg, "before the cache is loaded", hit=False)
+            assert cached.cache.wait_idle()
+            first = _entry(cached, "public.items")
+            assert first is not None and first.version.snapshot_id == _snapshot_id(settings, "state")
+            assert first.rows == 2000 and not plain.cache.entries()
+            for step in (
+                "INSERT INTO items VALUES (5000, 'new', 9.99, 0.5, ARRAY['x', NULL], now(), '2024-06-01', '\\x00', "
+                "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')",
+                "UPDATE items SET price = price + 1, tags = ARRAY[]::text[] WHERE id % 10 = 0",
+                "DELETE FROM items WHERE id % 9 = 0",
+                "UPDATE items SET id = id + 10000 WHERE id BETWEEN 1 AND 3",
+            ):
+                pg.execute(step)
+                wait_caught_up(pg)  # committed to the lake: the next query must see it
+                _same_everywhere(cached, plain, pg, f"right after committing {step[:30]}", hit=True)
+                versions.append(
+                    (_snapshot_id(settings, "changelog"), pg_rows(pg, f"SELECT {COLUMNS} FROM public.items"))
+                )
+            kept = _entry(cached, "public.items")
+            assert (kept.name, kept.version) == (first.name, first.version), (
+                "a change-log commit reloaded the state"
+            )
+
+            assert lake_table(settings, "public.items").fold() > 0
+            _same_everywhere(cached, plain, pg, "right after the fold", hit=False)
+            assert cached.cache.wait_idle()
+            second = _entry(cached, "public.items")
+            assert second is not None and second.version.snapshot_id != first.version.snapshot_id
+            assert second.rows == len(versions[-1][1]) and first.name not in _cache_tables(cached), (
+                "the entry of the folded-over snapshot is still there"
+            )
+            pg.execute("UPDATE items SET name = 'after the fold' WHERE id % 4 = 1")
+            wait_caught_up(pg)
+            _same_everywhere(cached, plain, pg, "after a commit on top of the fold", hit=True)
+
+        for snapshot_id, rows in versions:  # versions before the fold: an older state snapshot, from Parquet
+            sql = f"SELECT {COLUMNS} FROM lake.public.items FOR VERSION AS OF {snapshot_id}"
+            assert same_rows(rows_of(cached.query(sql).table), rows, False), f"version {snapshot_id} differs"
+    finally:
+        cached.close()
+        plain.close()
+
+
+# ------------------------------------------------------------------------------------- plain Iceberg tables
+
+
+@pytest.fixture
+def lake(pg_dsn: str, lake_dir: Path) -> Iterator[tuple[Gateway, Any]]:
+    settings = gateway_settings(pg_dsn, lake_dir, [], cache_bytes="256MiB", max_rows=1_000_000)
+    catalog = lake_catalog.from_settings(settings.lake)
+    catalog.create_namespace("public")
+    gateway = Gateway(settings).open()
+    try:
+        yield gateway, catalog
+    finally:
+        gateway.close()
+
+
+def _numbers(start: int, count: int) -> pa.Table:
+    ids = pa.array(range(start, start + count), pa.int64())
+    return pa.table({"id": ids, "x": pa.compute.multiply(ids.cast(pa.float64()), 0.5)})
+
+
+def _count(gateway: Gateway, sql: str) -> int:
+    return int(gateway.query(sql).table.column(0)[0].as_py())
+
+
+def test_new_snapshot_is_loaded_and_old_entry_dropped_once_no_query_reads_it(
+    lake: tuple[Gateway, Any],
+) -> None:
+    gateway, catalog = lake
+    table = catalog.create_table("public.t", _numbers(0, 1).schema)
+    table.append(_numbers(0, 200_000))
+    old_snapshot = table.current_snapshot().snapshot_id
+    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 200_000
+    assert gateway.cache.wait_idle()
+    old = _entry(gateway, "public.t")
+    assert old is not None and old.version.snapshot_id == old_snapshot
+
+    reading = gateway.prepare("SELECT id FROM lake.public.t")  # reads the old entry, slowly
+    reading.start()
+    batches = reading.batches()
+    seen = next(batches).num_rows
+    table.append(_numbers(200_000, 1000))
+    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 201_000, "a stale snapshot was served"
+    assert gateway.cache.wait_idle()
+    new = _entry(gateway, "public.t")
+    assert new is not None and new.version.snapshot_id == table.current_snapshot().snapshot_id
+    assert old.name in _cache_tables(gateway), "the old entry was dropped while a query still read it"
+    seen += sum(b.num_rows for b in batches)
+    assert seen == 200_000, "the query that started on the old snapshot saw other rows"
+    assert gateway.cache.wait_idle()
+    assert old.name not in _cache_tables(gateway) and new.name in _cache_tables(gateway)
+    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 201_000
+
+    _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}", 10, [])
+    assert plan is not None and "snapshot_from_id" in plan.sql and "lakegate_cache" not in plan.sql
+    assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}") == 200_000
+    current = table.current_snapshot().snapshot_id
+    leases: list[Any] = []
+    _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {current}", 10, leases)
+    assert plan is not None and new.name in plan.sql, (
+        "time travel to the cached snapshot did not use the cache"
+    )
+    for lease in leases:
+        lease.release()
+    assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {current}") == 201_000
+
+
+def test_byte_budget_holds_by_evicting_the_least_recently_used(lake: tuple[Gateway, Any]) -> None:
+    gateway, catalog = lake
+    sizes = {"a": 300_000, "b": 300_000, "c": 300_000, "big": 1_200_000}
+    for name, rows in sizes.items():
+        catalog.create_table(f"public.{name}", _numbers(0, 1).schema).append(_numbers(0, rows))
+
+    def read(name: str) -> None:
+        assert _count(gateway, f"SELECT count(*) FROM lake.public.{name} WHERE x >= 0") == sizes[name]
+        assert gateway.cache.wait_idle()
+
+    read("a")
+    size = _entry(gateway, "public.a").bytes
+    gateway.cache.budget = int(size * 2.5)  # room for two of a, b, c
+    gateway.cache.recent_seconds = 0.0
+    read("b")
+    read("a")  # b is now the least recently used
+    read("c")
+    assert {".".join(e.version.ident) for e in gateway.cache.entries()} == {"public.a", "public.c"}
+    assert gateway.cache.stats.evictions == 1 and gateway.cache.bytes <= gateway.cache.budget
+    assert gateway.duckdb.table_memory() <= gateway.cache.budget, "DuckDB holds more than the budget"
+    read("big")  # larger than the whole budget: never loaded, still answered
+    assert _entry(gateway, "public.big") is None and gateway.cache.stats.skipped >= 1
+    gateway.cache.recent_seconds = 3600.0  # a and c were just used: b may not push them out
+    skipped = gateway.cache.stats.skipped
+    read("b")
+    read("b")
+    assert _entry(gateway, "public.b") is None and gateway.cache.stats.skipped == skipped + 1
+    assert gateway.cache.bytes <= gateway.cache.budget
+
+
+def test_plan_cache_never_serves_a_plan_across_a_change(
+    lake: tuple[Gateway, Any], pg: psycopg.Connection
+) -> None:
+    gateway, catalog = lake
+    table = catalog.create_table("public.t", _numbers(0, 1).schema)
+    table.append(_numbers(0, 10))
+    sql = "SELECT * FROM lake.public.t ORDER BY id"
+    assert gateway.query(sql).table.column_names == ["id", "x"]
+    assert gateway.cache.wait_idle()
+    assert _entry(gateway, "public.t") is not None
+    hits = gateway.plans.hits
+    with table.update_schema() as update:  # a new schema, the same snapshot
+        update.add_column("label", StringType())
+    assert gateway.query(sql).table.column_names == ["id", "x", "label"]
+    assert gateway.plans.hits == hits + 1, "the plan was not taken from the plan cache"
+    table.append(pa.table({"id": pa.array([99], pa.int64()), "x": [1.5], "label": ["new"]}))
+    assert gateway.query(sql).table.column("label")[-1].as_py() == "new"
+
+    pg.execute("CREATE TABLE p (id int PRIMARY KEY, a text)")
+    pg.execute("INSERT INTO p VALUES (1, 'one')")
+    assert gateway.query("SELECT * FROM public.p").route == "postgres"
+    assert gateway.query("SELECT * FROM public.p").route == "postgres"
+    catalog.create_table("public.p", _numbers(0, 1).schema).append(_numbers(0, 3))
+    shadowed = gateway.query("SELECT * FROM public.p")  # the lake comes first on the search path
+    assert shadowed.route == "duckdb" and shadowed.table.num_rows == 3
+
+    assert gateway.query("SELECT * FROM pg.public.p").table.column_names == ["id", "a"]
+    pg.execute("ALTER TABLE p ADD COLUMN b int DEFAULT 7")
+    assert gateway.query("SELECT * FROM pg.public.p").table.to_pylist() == [{"id": 1, "a": "one", "b": 7}]
+
+
+def test_plan_cache_sees_a_new_postgres_table_first_on_the_search_path(
+    pg_dsn: str, lake_dir: Path, pg: psycopg.Connection
+) -> None:
+    settings = gateway_settings(pg_dsn, lake_dir, [], search_path=["pg", "lake"])
+    catalog = lake_catalog.from_settings(settings.lake)
+    catalog.create_namespace("public")
+    catalog.create_table("public.q", _numbers(0, 1).schema).append(_numbers(0, 5))
+    gateway = Gateway(settings).open()
+    try:
+        for _ in range(2):
+            assert gateway.query("SELECT count(*) AS n FROM public.q").route == "duckdb"
+        assert gateway.plans.hits == 1
+        time.sleep(
+            0.25
+        )  # name resolution re-reads a source's table list at most every 0.2 s, cached plan or not
+        pg.execute("CREATE TABLE q (n int)")
+        result = gateway.query("SELECT count(*) AS n FROM public.q")
+        assert result.route == "postgres" and result.table.to_pylist() == [{"n": 0}]
+    finally:
+        gateway.close()
+
+
+def test_closing_a_result_ends_its_duckdb_transaction(tmp_path: Path) -> None:
+    """An Arrow reader not read to its end keeps DuckDB's transaction open (and every table dropped after it
+    in memory) even after its cursor is closed; DuckDBResult.close closes the reader first."""
+    from connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
+
+    engine = DuckDBEngine(DuckDBConfig(warehouse=str(tmp_path)))
+    engine.open()
+    try:
+        engine.execute("CREATE TABLE x AS SELECT range AS i FROM range(300000)")
+        engine.execute("CREATE TABLE y AS SELECT range AS i, range * 2 AS j FROM range(3000000)")
+        with_y = engine.table_memory()
+        result = engine.run("SELECT i FROM x", batch_rows=1000)
+        next(iter(result))
+        result.close()
+        engine.execute("DROP TABLE y")
+        assert engine.table_memory() < with_y / 2, "the dropped table is still held"
+    finally:
+        engine.close()
