@@ -1,19 +1,11 @@
-"""The HTTP front end (FastAPI + uvicorn) on :class:`gateway.service.Gateway`: routes, auth, admission, streaming,
-and the one error handler.
-
-A query's life: authenticate -> wait for a worker slot (503 at once when the queue is full) -> parse, guard and
-route in a worker thread -> start the engine and read up to ``PREFETCH_BYTES`` of rows while watching for the
-client going away (then the engine query is cancelled) -> answer with the right status, streaming the rest.
-Engine calls run on a bounded thread pool; the event loop never blocks on an engine.
-
-An error before the first byte gets its status and the error body; an error after streaming began can no longer
-change the status: JSON ends with an ``"error"`` member, NDJSON with an ``{"error": ...}`` line, CSV and Arrow
-streams are cut off (the client sees an incomplete response).
+"""The HTTP front end (FastAPI + uvicorn) on :class:`gateway.service.Gateway`: routes, auth and the one error
+handler. How a query is admitted, run and streamed is :mod:`gateway.http_query`; engine calls run on a bounded
+thread pool, the event loop never blocks on an engine. Authentication is a coroutine: FastAPI runs a plain
+function dependency on a worker thread, a hop per request for a few comparisons.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextlib
@@ -22,22 +14,21 @@ import ipaddress
 import logging
 import signal
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
-import pyarrow as pa
 import uvicorn
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gateway import encoders
-from gateway.errors import BadRequest, ClientGone, GatewayError, NotFound, TooLarge, Unauthorized, Unavailable
-from gateway.execute import CLIENT, Execution
+from gateway.errors import BadRequest, GatewayError, NotFound, TooLarge, Unauthorized
+from gateway.http_query import Admission, Runner, run_query
 from gateway.service import Gateway
 from lakegate.settings import GatewaySettings, Settings, SettingsError
 
@@ -45,8 +36,6 @@ log = logging.getLogger("lakegate.gateway")
 T = TypeVar("T")
 
 MAX_SQL_BYTES = 1 << 20
-PREFETCH_BYTES = 4 << 20
-POLL_SECONDS = 0.1
 ACCEPT = {
     "application/x-ndjson": encoders.NDJSON,
     "application/ndjson": encoders.NDJSON,
@@ -69,37 +58,6 @@ class ExplainRequest(BaseModel):
     sql: str
 
 
-class Admission:
-    """At most ``workers`` queries run; at most ``max_queue`` wait; beyond that, 503 at once."""
-
-    def __init__(self, workers: int, max_queue: int, gateway: Gateway) -> None:
-        self.semaphore = asyncio.Semaphore(max(1, workers))
-        self.max_queue = max_queue
-        self.gateway = gateway
-
-    async def acquire(self, timeout: float) -> None:
-        metrics = self.gateway.metrics
-        if self.semaphore.locked() and metrics.waiting >= self.max_queue:
-            metrics.rejected += 1
-            raise Unavailable(
-                f"the gateway is busy ({metrics.in_flight} queries running, {metrics.waiting} "
-                "waiting); retry in a moment"
-            )
-        metrics.waiting += 1
-        try:
-            await asyncio.wait_for(self.semaphore.acquire(), timeout)
-        except TimeoutError:
-            metrics.rejected += 1
-            raise Unavailable(f"the gateway is busy: no worker became free within {timeout:g} s") from None
-        finally:
-            metrics.waiting -= 1
-        metrics.in_flight += 1
-
-    def release(self) -> None:
-        self.gateway.metrics.in_flight -= 1
-        self.semaphore.release()
-
-
 # ---------------------------------------------------------------------------------------------------- auth
 
 
@@ -117,7 +75,7 @@ def _token(request: Request) -> str | None:
     return None
 
 
-def authorize(request: Request) -> None:
+async def authorize(request: Request) -> None:
     """Bearer token, or HTTP Basic auth with the token as password (what Redash's JSON data source sends)."""
     tokens = request.app.state.gateway.settings.gateway.tokens
     if not tokens:
@@ -143,36 +101,6 @@ def _format(body: QueryRequest, request: Request) -> str:
         if fmt:
             return fmt
     return encoders.JSON
-
-
-def _next(iterator: Iterator[pa.RecordBatch]) -> pa.RecordBatch | None:
-    return next(iterator, None)
-
-
-class Runner:
-    """Runs blocking gateway calls on the bounded pool, cancelling the execution when the client goes away."""
-
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self.pool = pool
-
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
-    async def watched(self, request: Request, execution: Execution, fn: Callable[..., T], *args: Any) -> T:
-        future = asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-        try:
-            while True:
-                done, _ = await asyncio.wait({future}, timeout=POLL_SECONDS)
-                if done:
-                    return future.result()
-                if await request.is_disconnected():
-                    execution.cancel(CLIENT)
-                    await asyncio.wait({future})
-                    future.result()  # raises ClientGone (the engine saw the cancel)
-                    raise ClientGone("the client went away; the query was cancelled")
-        except asyncio.CancelledError:
-            execution.cancel(CLIENT)
-            raise
 
 
 # ------------------------------------------------------------------------------------------------ the app
@@ -222,7 +150,7 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
         limits = gateway.limits(body.max_rows, body.timeout_ms)
         await admission.acquire(limits.timeout)
         try:
-            return await _run_query(request, gateway, runner, admission, body, fmt)
+            return await run_query(request, gateway, runner, admission, body, fmt)
         except BaseException:
             admission.release()
             raise
@@ -243,106 +171,11 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     async def metrics() -> PlainTextResponse:
         try:
             figures = await runner.call(gateway.status)
-        except GatewayError:
-            figures = None
+        except GatewayError:  # the lake's catalog is down: the gateway's own figures are still worth having
+            figures = {"tables": [], "cache": gateway.cache_figures()}
         return PlainTextResponse(gateway.metrics.render(figures), media_type="text/plain; version=0.0.4")
 
     return app
-
-
-async def _run_query(
-    request: Request, gateway: Gateway, runner: Runner, admission: Admission, body: QueryRequest, fmt: str
-) -> Response:
-    execution = await runner.call(
-        lambda: gateway.prepare(body.sql, max_rows=body.max_rows, timeout_ms=body.timeout_ms)
-    )
-    request.state.route = execution.route
-    try:
-        await runner.watched(request, execution, execution.start)
-        batches = execution.batches()
-        buffered: list[pa.RecordBatch] = []
-        complete = False
-        while sum(b.nbytes for b in buffered) < PREFETCH_BYTES:
-            batch = await runner.watched(request, execution, _next, batches)
-            if batch is None:
-                complete = True
-                break
-            buffered.append(batch)
-    except BaseException as exc:
-        execution.cancel(CLIENT if not isinstance(exc, GatewayError) else "failed")
-        runner.pool.submit(execution.close)
-        _observe(gateway, execution, exc)
-        raise
-    encoder = encoders.encoder(fmt)
-    headers = {"X-Lakegate-Route": execution.route, "X-Lakegate-Max-Rows": str(execution.limits.max_rows)}
-    if complete:
-        headers.update(
-            {
-                "X-Lakegate-Truncated": str(execution.truncated).lower(),
-                "X-Lakegate-Rows": str(execution.rows),
-                "X-Lakegate-Elapsed-Ms": str(execution.elapsed_ms),
-            }
-        )
-    stream = _stream(gateway, runner, admission, execution, encoder, fmt, buffered, batches, complete)
-    return StreamingResponse(stream, media_type=encoder.media_type, headers=headers)
-
-
-async def _stream(
-    gateway: Gateway,
-    runner: Runner,
-    admission: Admission,
-    execution: Execution,
-    encoder: encoders.Encoder,
-    fmt: str,
-    buffered: list[pa.RecordBatch],
-    batches: Iterator[pa.RecordBatch],
-    complete: bool,
-) -> AsyncIterator[bytes]:
-    error: BaseException | None = None
-    try:
-        yield encoder.header(execution.schema)
-        for batch in buffered:
-            yield encoder.batch(batch)
-        buffered.clear()
-        while not complete:
-            batch = await runner.call(_next, batches)
-            if batch is None:
-                break
-            yield encoder.batch(batch)
-        yield encoder.footer(_meta(execution))
-    except GatewayError as exc:
-        error = exc
-        log.warning("query failed while streaming (%s): %s", exc.code, exc.message)
-        if fmt not in (encoders.JSON, encoders.NDJSON):
-            raise
-        yield encoder.footer({**_meta(execution), **exc.body()})
-    except BaseException as exc:  # cancelled (client gone) or an unexpected failure
-        error = exc
-        execution.cancel(CLIENT)
-        raise
-    finally:
-        runner.pool.submit(execution.close)
-        admission.release()
-        _observe(gateway, execution, error)
-
-
-def _meta(execution: Execution) -> dict[str, Any]:
-    return {"truncated": execution.truncated, "elapsed_ms": execution.elapsed_ms, "route": execution.route}
-
-
-def _observe(gateway: Gateway, execution: Execution, error: BaseException | None) -> None:
-    code = (
-        "ok"
-        if error is None
-        else (
-            error.code
-            if isinstance(error, GatewayError)
-            else "client_closed"
-            if isinstance(error, asyncio.CancelledError)
-            else "internal"
-        )
-    )
-    gateway.metrics.observe(execution.route, code, execution.elapsed_ms / 1000, execution.rows)
 
 
 class RequestIds:

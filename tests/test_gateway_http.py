@@ -440,9 +440,16 @@ def test_ops_endpoints(env: tuple[LiveServer, psycopg.Connection]) -> None:
         assert explain["route"] == "postgres" and explain["engines"][0]["sql"].startswith("SELECT")
         status = client.get("/v1/status").json()
         assert {t["table"] for t in status["tables"]} >= {"lake.public.vals", "lake.public.dim"}
+        cache = status["cache"]
+        assert cache["enabled"] and cache["budget_bytes"] > 0 and cache["plans"]["entries"] >= 1
+        for key in ("entries", "bytes", "hits", "misses", "loads", "evictions", "loading"):
+            assert isinstance(cache[key], int) and cache[key] >= 0, f"/v1/status cache lacks {key}"
         metrics = client.get("/metrics").text
         assert 'lakegate_queries_total{route="postgres",code="ok"}' in metrics
         assert "lakegate_query_duration_seconds_bucket" in metrics and "lakegate_table_files" in metrics
+        for name in ("entries", "bytes", "hits_total", "misses_total", "loads_total"):
+            assert f"\nlakegate_cache_{name} " in metrics, f"/metrics lacks lakegate_cache_{name}"
+        assert "\nlakegate_plan_cache_hits_total " in metrics
         shown = _json_rows(_query(client, "SHOW TABLES FROM pg"))
         assert {"source": "pg", "schema": "public", "table": "dim", "kind": "table"} in shown
         described = _json_rows(_query(client, "DESCRIBE lake.public.dim"))
