@@ -19,8 +19,9 @@ databases built, so that whoever keeps state inside one (the gateway's lake cach
 PostgreSQL scans (verified with ``pg_debug_show_queries``): a scan sends one ``COPY (SELECT <projected columns>
 ... WHERE <pushed filters>) TO STDOUT (FORMAT binary)`` per 1000 pages of the table, inside ``BEGIN ... REPEATABLE
 READ READ ONLY`` / ``COMMIT``, on connections the extension keeps in its pool (no connection set-up per query).
-``pg_staleness_query_enabled`` adds one small catalog query per scan (well under a millisecond on a local server),
-which is what lets tables and columns created in PostgreSQL after the ATTACH be seen; we keep it. Text filters
+``pg_staleness_query_enabled`` adds one catalog query per scan (0.6 ms measured against a local server: a point
+lookup through DuckDB took 1.9 ms with it, 1.3 ms without), which is what lets tables and columns created in
+PostgreSQL after the ATTACH be seen at once; we keep it. Text filters
 are pushed with ``COLLATE "C"``, which a B-tree index in another collation (``C.UTF-8``, ``en_US``...) cannot
 serve: such a filter costs PostgreSQL a sequential scan of the table.
 
