@@ -35,92 +35,20 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    StringType,
-    TimestampType,
-    TimestamptzType,
-    TimeType,
-    UUIDType,
-)
 
 from connectors.duckdb.engine import DuckDBEngine, DuckDBResult
 from connectors.query import QueryError
+from gateway.cache_entries import Entry, Load, Stats, Version, estimate_bytes
 
 log = logging.getLogger("lakegate.gateway.cache")
 
 SCHEMA = "lakegate_cache"
 RECENT_SECONDS = 10.0  #: entries used this recently are not evicted to make room for another load
 RETRY_SECONDS = 30.0  #: a version that could not be loaded (no room, error) is not tried again for this long
-OVERHEAD = 1.4  #: DuckDB's in-memory bytes per raw value byte (measured: 10 M rows x 28 B -> 385 MB)
-_WIDTHS: dict[type, int] = {
-    BooleanType: 1,
-    IntegerType: 4,
-    DateType: 4,
-    FloatType: 4,
-    LongType: 8,
-    DoubleType: 8,
-    TimeType: 8,
-    TimestampType: 8,
-    TimestamptzType: 8,
-    UUIDType: 16,
-    StringType: 32,
-    BinaryType: 32,
-}
-
-
-@dataclass(frozen=True)
-class Version:
-    """One immutable state of an Iceberg table: what a cache entry holds."""
-
-    ident: tuple[str, str]
-    uuid: str
-    snapshot_id: int
-    schema_id: int
-
-
-@dataclass
-class Entry:
-    version: Version
-    name: str  #: the DuckDB table, schema-qualified
-    bytes: int
-    rows: int
-    last_used: float
-    generation: int
-    pins: int = 0
-    retired: bool = False
-
-
-@dataclass
-class Stats:
-    hits: int = 0
-    misses: int = 0
-    loads: int = 0
-    load_failures: int = 0
-    skipped: int = 0  #: loads not done because the budget was held by recently used or pinned entries
-    evictions: int = 0
-    load_seconds: float = 0.0
-
-
-@dataclass
-class _Load:
-    version: Version
-    location: str
-    estimate: int
-    stamp: int  #: the metadata's last-updated-ms: which of two versions is newer
-    requested: float = field(default_factory=time.monotonic)
 
 
 class Lease:
@@ -134,20 +62,6 @@ class Lease:
         entry, self._entry = self._entry, None
         if entry is not None:
             self._cache._unpin(entry)
-
-
-def estimate_bytes(table: Table, snapshot: Snapshot) -> int:
-    """DuckDB memory a table's snapshot will take, from its schema and row count (checked after the load)."""
-    summary = snapshot.summary.additional_properties if snapshot.summary else {}
-    rows = int(summary.get("total-records", 0) or 0)
-    width = 0
-    for f in table.schema().fields:
-        typ = f.field_type
-        if isinstance(typ, DecimalType):
-            width += 8 if typ.precision <= 18 else 16
-        else:
-            width += _WIDTHS.get(type(typ), 48)  # lists, maps, structs: a guess, measured after the load
-    return int(rows * width * OVERHEAD)
 
 
 class LakeCache:
@@ -164,7 +78,7 @@ class LakeCache:
         self._entries: dict[Version, Entry] = {}  #: servable entries
         self._retiring: dict[str, Entry] = {}  #: retired or evicted, dropped once unpinned
         self._current: dict[tuple[str, str], tuple[int, Version]] = {}  #: newest version seen per table
-        self._pending: dict[Version, _Load] = {}  #: queued or loading (single flight)
+        self._pending: dict[Version, Load] = {}  #: queued or loading (single flight)
         self._refused: dict[Version, float] = {}  #: version -> monotonic time before which it is not retried
         self._tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._names = itertools.count(1)
@@ -209,12 +123,7 @@ class LakeCache:
                 return None  # an old version is read from Parquet, never loaded
             self.stats.misses += 1
             if version not in self._pending and self._refused.get(version, 0.0) <= now:
-                load = _Load(
-                    version,
-                    str(table.metadata_location),
-                    estimate_bytes(table, snapshot),
-                    meta.last_updated_ms,
-                )
+                load = Load(version, str(table.metadata_location), estimate_bytes(table, snapshot))
                 self._pending[version] = load
                 self._put(load)
         return None
@@ -263,7 +172,7 @@ class LakeCache:
 
     # ---------------------------------------------------------------------------------------- the loader
 
-    def _put(self, task: _Load | Entry) -> None:
+    def _put(self, task: Load | Entry) -> None:
         """Queue a load or a drop for the loader thread (called with the lock held)."""
         self._busy += 1
         self._ensure_thread()
@@ -294,12 +203,12 @@ class LakeCache:
                 log.exception("lake cache: unexpected failure")
             finally:
                 with self._lock:
-                    if isinstance(task, _Load):
+                    if isinstance(task, Load):
                         self._pending.pop(task.version, None)
                     self._busy -= 1
                     self._lock.notify_all()
 
-    def _load(self, load: _Load) -> None:
+    def _load(self, load: Load) -> None:
         version = load.version
         with self._lock:
             if self._stopped or self._current.get(version.ident, (0, version))[1] != version:

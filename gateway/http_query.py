@@ -1,9 +1,10 @@
 """``POST /v1/query`` on the event loop: admission, one worker-thread call per query, and streaming.
 
 A query's life: wait for a worker slot (503 at once when the queue is full) -> one call on the bounded thread pool
-parses, guards and routes the statement, starts the engine and reads up to ``PREFETCH_BYTES`` of rows -> a result
-that fitted is encoded in that same call and answered as one response with its length; a larger one streams, a
-thread-pool call per batch. While the first call runs the loop watches for the client going away and cancels the
+parses, guards and routes the statement, starts the engine and reads up to ``PREFETCH_BYTES`` of rows -> a whole
+result of at most ``SMALL_BYTES`` is encoded in that same call and answered as one response with its length;
+anything larger streams (the rows read so far first, then a thread-pool call per batch), so that memory stays
+bounded. While the first call runs the loop watches for the client going away and cancels the
 engine query.
 
 Why one call: every hop between the event loop and a worker thread costs a wake-up of the loop and of a thread
@@ -38,6 +39,7 @@ from gateway.service import Gateway
 log = logging.getLogger("lakegate.gateway")
 T = TypeVar("T")
 PREFETCH_BYTES = 4 << 20
+SMALL_BYTES = 1 << 20  #: Arrow bytes of a result answered in one piece (its JSON can be several times larger)
 POLL_SECONDS = 0.1
 
 
@@ -138,7 +140,7 @@ class First:
     batches: Iterator[pa.RecordBatch]
     buffered: list[pa.RecordBatch] = field(default_factory=list)
     complete: bool = False
-    body: bytes = b""
+    body: bytes | None = None  #: the whole response, for a small complete result
 
 
 def begin(
@@ -158,7 +160,7 @@ def begin(
                 break
             first.buffered.append(batch)
             size += batch.nbytes
-        if first.complete:
+        if first.complete and size <= SMALL_BYTES:
             encoder = encoders.encoder(fmt)
             parts = [encoder.header(execution.schema)]
             parts += [encoder.batch(b) for b in first.buffered]
@@ -202,6 +204,7 @@ async def run_query(
                 "X-Lakegate-Elapsed-Ms": str(execution.elapsed_ms),
             }
         )
+    if first.body is not None:
         admission.release()
         observe(gateway, execution, None)
         return Response(first.body, media_type=encoder.media_type, headers=headers)
