@@ -10,6 +10,11 @@
 
 Both routes cap the rows: the outermost LIMIT becomes at most ``max_rows + 1`` (the extra row tells that the
 result was truncated). Time travel (``FOR VERSION AS OF`` / ``FOR TIMESTAMP AS OF``) is only for lake tables.
+
+Two steps: :meth:`Router.route` does the sqlglot work once per statement (a :class:`Routed`, which the plan cache
+keeps); :meth:`Router.render` writes the lake views from the tables' current metadata for every query and puts
+them in front of the statement's own CTEs as text (the statement's SQL is generated once, without its WITH
+clause, so no AST is copied or regenerated per query).
 """
 
 from __future__ import annotations
