@@ -296,3 +296,13 @@ def test_closing_a_result_ends_its_duckdb_transaction(tmp_path: Path) -> None:
         assert engine.table_memory() < with_y / 2, "the dropped table is still held"
     finally:
         engine.close()
+
+
+def test_cache_takes_at_most_half_of_duckdbs_memory(pg_dsn: str, lake_dir: Path) -> None:
+    settings = gateway_settings(pg_dsn, lake_dir, [], cache_bytes="4GiB", duckdb_memory_limit="512MiB")
+    gateway = Gateway(settings).open()
+    try:
+        assert 0 < gateway.cache.budget <= 256 * 2**20
+        assert gateway.cache_figures()["budget_bytes"] == gateway.cache.budget
+    finally:
+        gateway.close()
