@@ -211,15 +211,9 @@ def error_lines(
     if not 1 <= line <= len(source):
         return lines
     text_line = source[line - 1].replace("\t", " ")
-    col = min(max(column, 1), len(text_line) + 1)
-    # sqlglot reports the column where a token ends; psql points at its start
-    while 1 < col <= len(text_line) and _word(text_line[col - 2]) and _word(text_line[col - 1]):
-        col -= 1
+    col = min(max(column, 1), len(text_line) + 1)  # the gateway reports where the offending token starts
     prefix = f"LINE {line}: "
     lines.append(prefix + text_line)
     lines.append(" " * (len(prefix) + col - 1) + "^")
     return lines
 
-
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"

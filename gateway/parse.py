@@ -119,6 +119,8 @@ def _syntax_error(exc: ParseError) -> SqlSyntaxError:
     first = exc.errors[0]
     line, col = first.get("line"), first.get("col")
     near = first.get("highlight") or ""
+    if col and near:  # sqlglot reports where the offending token ends; point at where it starts, like psql
+        col = max(1, col - len(near) + 1)
     description = first.get("description") or "syntax error"
     where = f" at line {line}, column {col}" if line else ""
     return SqlSyntaxError(
@@ -158,9 +160,13 @@ def _show(sql: str, tokens: list[Token]) -> Statement:
 
 
 def position(node: exp.Expression | exp.Func) -> tuple[int | None, int | None]:
-    """Line and column of ``node`` in the user's SQL, when sqlglot recorded them."""
+    """Line and column where ``node`` starts in the user's SQL, when sqlglot recorded them (sqlglot's ``col`` is
+    where a token ends; ``start``/``end`` give its length)."""
     for sub in node.walk():
         meta = getattr(sub, "_meta", None) or {}
         if "line" in meta:
-            return meta["line"], meta.get("col")
+            col = meta.get("col")
+            if col is not None and "start" in meta and "end" in meta:
+                col = max(1, col - (meta["end"] - meta["start"]))
+            return meta["line"], col
     return None, None

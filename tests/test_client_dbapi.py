@@ -209,7 +209,7 @@ def test_errors_carry_code_message_and_position(conn: client.Connection) -> None
     assert (syntax.value.code, syntax.value.line, syntax.value.column, syntax.value.status) == (
         "syntax_error",
         2,
-        26,
+        22,  # where WHERE starts
         400,
     )
     assert "syntax error" in syntax.value.message and syntax.value.request_id

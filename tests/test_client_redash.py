@@ -165,7 +165,7 @@ def test_runner_shapes_results_schema_and_errors(env: Env, runner: ModuleType) -
         gateway.query("SELECT *\nFROM lake.public.users WHERE")
     assert str(syntax.value).startswith(
         "syntax_error: syntax error at line 2"
-    ) and "(line 2, column 28)" in str(syntax.value)
+    ) and "(line 2, column 24)" in str(syntax.value)
     with pytest.raises(runner.GatewayError, match="not_found: table lake.public.nope does not exist"):
         gateway.query("SELECT * FROM lake.public.nope")
     with pytest.raises(runner.GatewayError, match="unauthorized"):
