@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import decimal
 import io
+import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -410,7 +411,7 @@ class Cursor:
         if self._done or answer is None:
             return None
         try:
-            batch = answer.reader.read_next_batch()
+            batch, trailer = answer.reader.read_next_batch_with_custom_metadata()
         except StopIteration:
             self._finish(answer)
             return None
@@ -420,6 +421,8 @@ class Cursor:
                 "the result stream ended early: the query failed after it had started sending rows "
                 f"(the gateway's log says why): {exc}"
             ) from exc
+        if trailer is not None and b"lakegate.truncated" in trailer:  # the gateway's last word on the result
+            self.truncated = json.loads(trailer[b"lakegate.truncated"])
         self._received += batch.num_rows
         return batch
 

@@ -309,13 +309,16 @@ class CsvEncoder(Encoder):
 
 
 class ArrowEncoder(Encoder):
-    """The Arrow IPC stream format: schema, record batches, end-of-stream marker."""
+    """The Arrow IPC stream format: schema, record batches, then an empty batch whose custom metadata says
+    ``lakegate.truncated`` / ``lakegate.elapsed_ms`` / ``lakegate.route`` (HTTP headers are gone by then for a
+    streamed result), and the end-of-stream marker."""
 
     media_type = MEDIA_TYPES[ARROW]
 
     def __init__(self) -> None:
         self._sink = io.BytesIO()
         self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._schema = pa.schema([])
 
     def _take(self) -> bytes:
         data = self._sink.getvalue()
@@ -324,6 +327,7 @@ class ArrowEncoder(Encoder):
         return data
 
     def header(self, schema: pa.Schema) -> bytes:
+        self._schema = schema
         self._writer = pa.ipc.new_stream(self._sink, schema)
         return self._take()
 
@@ -334,6 +338,9 @@ class ArrowEncoder(Encoder):
 
     def footer(self, meta: dict[str, Any]) -> bytes:
         if self._writer is not None and "error" not in meta:
+            trailer = {f"lakegate.{key}": json.dumps(value) for key, value in meta.items()}
+            empty = pa.RecordBatch.from_pylist([], schema=self._schema)
+            self._writer.write_batch(empty, custom_metadata=trailer)
             self._writer.close()
         return self._take()
 
