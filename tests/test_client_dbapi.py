@@ -321,8 +321,8 @@ def test_streaming_fetchmany_reads_large_results_in_batches(conn: client.Connect
     assert total == 99000 and cur.rowcount == 99000 and cur.truncated is False
     cur.execute("SELECT range AS i FROM range(150000)")  # beyond the server's max_rows (100000)
     assert len(cur.fetchall()) == 100000 and cur.truncated is True
-    # exactly the cap, streamed (over 1 MiB): only the stream's trailer can tell that nothing was cut
-    cur.execute("SELECT range AS i, 'row ' || range AS s FROM range(100000)")
+    # exactly the cap, streamed (10 MB): only the stream's trailer can tell that nothing was cut
+    cur.execute("SELECT range AS i, repeat('x', 100) || range AS s FROM range(100000)")
     assert len(cur.fetchall()) == 100000 and cur.truncated is False
 
 
