@@ -41,7 +41,7 @@ class Progress:
             self.stream.flush()
         elapsed = time.monotonic() - self.started
         log.info(
-            "%s: done, %s rows in %.1fs (%s rows/s)",
+            "%s: done, %s rows in %.2fs (%s rows/s)",
             self.label,
             f"{self.rows:,}",
             elapsed,
