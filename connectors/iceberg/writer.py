@@ -227,11 +227,19 @@ class LakeTable:
             plan = plan_evolution(table.schema(), schema, kind)
             if not plan:
                 continue
-            with table.update_schema() as update:
-                for name, typ in plan.add:
-                    update.add_column(name, typ)
-                for name, typ in plan.widen:
-                    update.update_column(name, field_type=typ)
+            try:
+                with table.update_schema() as update:
+                    for name, typ in plan.add:
+                        update.add_column(name, typ)
+                    for name, typ in plan.widen:
+                        update.update_column(name, field_type=typ)
+            except CommitFailedException as exc:
+                table.refresh()
+                raise CommitConflict(f"evolving {'.'.join(table.name())} lost a race: {exc}") from exc
+            except (OSError, ValueError) as exc:
+                raise LakeError(
+                    f"cannot change the schema of lake table {'.'.join(table.name())}: {exc}"
+                ) from exc
             log.info(
                 "%s: evolved %s table: added %s, widened %s",
                 schema.table,

@@ -26,7 +26,7 @@ import pyarrow as pa
 from connectors.changes import Position, TableRef, TableSchema, format_lsn
 from connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
 from connectors.postgres import introspect, pgoutput
-from connectors.postgres.connection import connect
+from connectors.postgres.connection import connect, translated
 from connectors.postgres.introspect import SourceColumn, SourceTable
 from connectors.postgres.pgoutput import UNCHANGED
 from connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
@@ -113,9 +113,10 @@ class PostgresSource:
 
     def prepare(self) -> dict[TableRef, TableSchema]:
         """Check the server and tables, make the publication match ``tables``; returns each table's lake schema."""
-        introspect.check_server(self.sql)
-        self.source_tables = introspect.check_tables(self.sql, self.refs)
-        sync_publication(self.sql, self.publication, self.refs)
+        with translated("read the source's catalog"):
+            introspect.check_server(self.sql)
+            self.source_tables = introspect.check_tables(self.sql, self.refs)
+            sync_publication(self.sql, self.publication, self.refs)
         schemas = {}
         for ref, table in self.source_tables.items():
             schema, codecs = introspect.lake_schema(
@@ -126,7 +127,8 @@ class PostgresSource:
         return schemas
 
     def slot_exists(self) -> bool:
-        return check_slot(self.sql, self.slot) is not None
+        with translated(f"look up replication slot {self.slot!r}"):
+            return check_slot(self.sql, self.slot) is not None
 
     # --------------------------------------------------------------------------------------------- snapshot
 
@@ -146,8 +148,9 @@ class PostgresSource:
             position = Position(consistent - 1)
             conn = connect(self.dsn, application_name="lakegate-snapshot", autocommit=False)
             try:
-                begin_snapshot(conn, snapshot_name)
-                (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
+                with translated("start the snapshot transaction"):
+                    begin_snapshot(conn, snapshot_name)
+                    (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
                 for ref in refs:
                     table = self.tables[ref]
                     yield (
@@ -335,17 +338,18 @@ class PostgresSource:
         table.key_index = _key_index(schema)
 
     def _relation_schema(self, ref: TableRef, msg: pgoutput.Relation) -> tuple[TableSchema, dict[str, Codec]]:
-        ndims = introspect.ndims_of(self.sql, msg.relid)
-        if msg.replica_identity == "f":
-            key = introspect.primary_key(self.sql, msg.relid)
-        else:
-            key = tuple(c.name for c in msg.columns if c.key)
-        columns = [
-            SourceColumn(c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key)
-            for c in msg.columns
-        ]
-        key = tuple(k for k in key if any(c.name == k for c in columns))
-        schema, codecs = introspect.lake_schema(ref, columns, key, self.types, self.unbounded_numeric)
+        with translated(f"read the catalog entry of {ref}"):
+            ndims = introspect.ndims_of(self.sql, msg.relid)
+            if msg.replica_identity == "f":  # every column is flagged: the key is the primary key, if any
+                key = introspect.primary_key(self.sql, msg.relid)
+            else:
+                key = tuple(c.name for c in msg.columns if c.key)
+            columns = [
+                SourceColumn(c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key)
+                for c in msg.columns
+            ]
+            key = tuple(k for k in key if any(c.name == k for c in columns))
+            schema, codecs = introspect.lake_schema(ref, columns, key, self.types, self.unbounded_numeric)
         # nullability is not in the Relation message: keep what the catalog said for unchanged columns
         known = {c.name: c for c in self.tables[ref].schema.columns}
         cols = tuple(

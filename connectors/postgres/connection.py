@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -49,6 +51,15 @@ def connect(
         return psycopg.connect(autocommit=autocommit, **params)
     except psycopg.OperationalError as exc:
         raise translate(exc, what="connect to PostgreSQL") from exc
+
+
+@contextlib.contextmanager
+def translated(what: str) -> Iterator[None]:
+    """Run a block of catalog work; a psycopg error leaves it as one of ours (a lost connection is transient)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise translate(exc, what=what) from exc
 
 
 def translate(exc: psycopg.Error, *, what: str) -> Exception:

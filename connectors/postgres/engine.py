@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any
 
 import psycopg
@@ -228,19 +228,15 @@ class PostgresResult:
     def _finish(self, exc: BaseException | None) -> None:
         cm, self._copy_cm = self._copy_cm, None
         if cm is not None:
-            try:
+            with suppress(psycopg.Error):
                 cm.__exit__(type(exc) if exc else None, exc, None)
-            except psycopg.Error:
-                pass
 
     def cancel(self) -> None:
         self._cancelled.set()
         conn = self._conn
         if conn is not None and not conn.closed:
-            try:
+            with suppress(psycopg.Error, OSError):
                 conn.cancel_safe(timeout=5.0)
-            except (psycopg.Error, OSError):
-                pass
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
