@@ -1,6 +1,7 @@
 """Mixed workloads: the lake equals the source row by row, through the state table and through the change log."""
 
 import psycopg
+import pyarrow.parquet as pq
 import pytest
 
 from connectors.errors import SourceConfigError
@@ -118,18 +119,39 @@ def test_state_table_after_fold_equals_source(pg: psycopg.Connection, pg_dsn: st
 
 
 def test_snapshot_in_many_chunks(pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch) -> None:
+    from connectors.iceberg import datafiles
     from connectors.postgres import snapshot
 
     monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(datafiles, "ROW_GROUP_ROWS", 1_000)
     pg.execute("CREATE TABLE wide (id int PRIMARY KEY, t text, n numeric(20,4))")
     pg.execute("INSERT INTO wide SELECT g, repeat('w', g % 50), g / 7.0 FROM generate_series(1, 20000) g")
     settings = make_settings(pg_dsn, lake_dir, ["public.wide"])
     with running_worker(settings):
         wait_caught_up(pg)
     table = assert_lake_equals_source(pg, settings, "public.wide")
-    files = list(table.state.scan().plan_files())
-    assert len(files) > 5, "the snapshot should have been written in several chunks"
+    # the chunks stream into one open file per table (a row group per ROW_GROUP_ROWS), not a file per chunk
+    for iceberg_table in (table.state, table.changelog):
+        (task,) = iceberg_table.scan().plan_files()
+        with iceberg_table.io.new_input(task.file.file_path).open() as f:
+            row_groups = pq.ParquetFile(f).metadata.num_row_groups
+        assert row_groups > 10, "the snapshot should have been written in several chunks"
     assert table.changelog.current_snapshot().summary["added-records"] == "20000"
+
+
+def test_snapshot_row_longer_than_a_chunk(pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch) -> None:
+    """The reader's buffer is a chunk plus 1 MiB: a longer row makes it grow instead of being cut."""
+    from connectors.postgres import snapshot
+
+    monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
+    pg.execute("CREATE TABLE long_rows (id int PRIMARY KEY, t text)")
+    pg.execute("INSERT INTO long_rows SELECT g, repeat(chr(65 + g % 26), g) FROM generate_series(1, 2000) g")
+    pg.execute("INSERT INTO long_rows VALUES (5000, repeat(E'tab\\there', 400000))")  # 3.6 MB, escaped
+    pg.execute("INSERT INTO long_rows VALUES (5001, 'after the long one')")
+    settings = make_settings(pg_dsn, lake_dir, ["public.long_rows"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.long_rows")
 
 
 def test_a_table_added_later_is_copied_while_the_others_resume(

@@ -7,8 +7,9 @@ change-log tail into it now and then (copy-on-write of the files holding changed
 it folded up to. Readers get the current state by merging the state table with the tail after that stamp.
 A table without a key (REPLICA IDENTITY FULL) has only the change log.
 
-pyiceberg offers no API to add data files written chunk by chunk to one snapshot, so we call its internal
-``_dataframe_to_data_files`` (as its own ``Transaction.append`` does) in :func:`_write_files`.
+Every data file is written by :class:`~connectors.iceberg.datafiles.DataFileStream` (pyiceberg's own file
+writing, kept open across chunks and with dictionary encoding only where values repeat) and added to a
+pyiceberg snapshot producer, so one commit can hold files written chunk by chunk.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,13 +28,15 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, GreaterThanOrEqual, In
-from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
-from pyiceberg.table import Table, Transaction
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.utils.properties import property_as_bool
 
 from connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, Position, TableRef, TableSchema
 from connectors.errors import CommitConflict, LakeError, SchemaChangeError
 from connectors.iceberg import merge
+from connectors.iceberg.datafiles import DataFileStream
 from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
 
 log = logging.getLogger(__name__)
@@ -110,14 +112,27 @@ def guard_statistics(txn: Transaction, data: pa.Table) -> None:
 def _write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
     """Write ``data`` as data files of ``table`` and add them to ``producer``; returns the number of files."""
     guard_statistics(txn, data)
-    written = 0
-    # a fresh write id per call: file names are <write id>-<task>.parquet and tasks count from 0 every call
-    for data_file in _dataframe_to_data_files(
-        table_metadata=txn.table_metadata, df=data, io=table.io, write_uuid=uuid.uuid4()
-    ):
+    stream = DataFileStream(txn, table.io)
+    try:
+        stream.write(data)
+        files = stream.close()
+    except BaseException:
+        stream.abort()
+        raise
+    for data_file in files:
         producer.append_data_file(data_file)
-        written += 1
-    return written
+    return len(files)
+
+
+def _append_producer(txn: Transaction, properties: dict[str, str]) -> Any:
+    """An append that merges manifests when the table asks for it (as ``Transaction.append`` chooses)."""
+    update = txn.update_snapshot(snapshot_properties=properties)
+    merge_manifests = property_as_bool(
+        txn.table_metadata.properties,
+        TableProperties.MANIFEST_MERGE_ENABLED,
+        TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
+    )
+    return update.merge_append() if merge_manifests else update.fast_append()
 
 
 class LakeTable:
@@ -312,14 +327,15 @@ class LakeTable:
 
     def append(self, data: pa.Table, position: Position) -> None:
         """Append changes (change-log columns) and stamp ``position`` in the same commit."""
-        assert self.changelog is not None
-        data = merge.conform(data, self.changelog.schema().as_arrow())
+        changelog = self.changelog
+        assert changelog is not None
+        data = merge.conform(data, changelog.schema().as_arrow())
 
         def action(txn: Transaction) -> None:
-            guard_statistics(txn, data)
-            txn.append(data, snapshot_properties=stamp(position))
+            with _append_producer(txn, stamp(position)) as producer:
+                _write_files(txn, changelog, data, producer)
 
-        self._commit(self.changelog, action)
+        self._commit(changelog, action)
 
     def _commit(self, table: Table, action: Any) -> None:
         """Run ``action`` in a transaction; a commit that loses a race (maintenance) is retried on fresh metadata."""
@@ -343,12 +359,16 @@ class LakeTable:
         """Write an initial snapshot (replacing whatever the tables held) in one commit per table."""
         assert self.changelog is not None
         sink = SnapshotSink(self, position, commit_ts)
-        with self.changelog.transaction() as ctxn:
-            sink.begin(ctxn)
-            yield sink
-            sink.finish_changelog()
-        if self.state is not None:
-            sink.commit_state()
+        try:
+            with self.changelog.transaction() as ctxn:
+                sink.begin(ctxn)
+                yield sink
+                sink.finish_changelog()
+            if self.state is not None:
+                sink.commit_state()
+        except BaseException:
+            sink.abort()
+            raise
 
     def fold(self) -> int:
         """Merge the change-log tail into the state table; returns the number of changes folded."""
@@ -398,26 +418,34 @@ class LakeTable:
 
 
 class SnapshotSink:
-    """Receives the chunks of an initial snapshot; see :meth:`LakeTable.snapshot`."""
+    """Receives the chunks of an initial snapshot; see :meth:`LakeTable.snapshot`.
+
+    Each table's rows go to one open Parquet file (:class:`DataFileStream`) encoded on that table's own thread,
+    so the two encodes run side by side and overlap with the caller reading and parsing the next chunk."""
 
     def __init__(self, table: LakeTable, position: Position, commit_ts: int) -> None:
         self.table = table
         self.position = position
         self.commit_ts = commit_ts
         self.rows = 0
-        self._chunks_state: list[Any] = []
         self._ctxn: Transaction | None = None
         self._producer: Any = None
         self._state_txn: Transaction | None = None
         self._state_producer: Any = None
+        self._streams: list[tuple[Transaction, DataFileStream, Future[None] | None]] = []
 
     def begin(self, ctxn: Transaction) -> None:
+        assert self.table.changelog is not None
         self._ctxn = ctxn
         self._producer = ctxn.update_snapshot(snapshot_properties=stamp(self.position)).fast_append()
         self._producer.__enter__()
         if ctxn.table_metadata.current_snapshot() is not None:
             # the change log has history: a truncate marker says that the snapshot rows replace it
-            self._write_changelog(pa.table({OP: ["t"], LSN: [self.position.lsn], SEQ: [0]}))
+            marker = pa.table({OP: ["t"], LSN: [self.position.lsn], SEQ: [0]})
+            marker = marker.append_column(COMMIT_TS, _repeat(self.commit_ts, 1, pa.timestamp("us", tz="UTC")))
+            schema = self.table.changelog.schema().as_arrow()
+            _write_files(ctxn, self.table.changelog, merge.conform(marker, schema), self._producer)
+        self._streams.append((ctxn, DataFileStream(ctxn, self.table.changelog.io), None))
         state = self.table.state
         if state is not None:
             self._state_txn = state.transaction()
@@ -427,18 +455,7 @@ class SnapshotSink:
             self._state_producer.__enter__()
             for task in state.scan().plan_files():
                 self._state_producer.delete_data_file(task.file)
-
-    def _write_changelog(self, data: pa.Table) -> None:
-        assert self.table.changelog is not None and self._ctxn is not None
-        full = data.append_column(
-            COMMIT_TS, _repeat(self.commit_ts, data.num_rows, pa.timestamp("us", tz="UTC"))
-        )
-        _write_files(
-            self._ctxn,
-            self.table.changelog,
-            merge.conform(full, self.table.changelog.schema().as_arrow()),
-            self._producer,
-        )
+            self._streams.append((self._state_txn, DataFileStream(self._state_txn, state.io), None))
 
     def write(self, chunk: pa.Table) -> None:
         """Add source rows (source columns only) as snapshot rows."""
@@ -450,34 +467,49 @@ class SnapshotSink:
             chunk.append_column(OP, _repeat("r", n, pa.string()))
             .append_column(LSN, _repeat(self.position.lsn, n, pa.int64()))
             .append_column(SEQ, seqs)
+            .append_column(COMMIT_TS, _repeat(self.commit_ts, n, pa.timestamp("us", tz="UTC")))
         )
-        state = self.table.state
-        if state is None or self._state_txn is None:
-            self._write_changelog(rows)
-        else:  # both tables get the rows: encode the two files side by side (Parquet encoding releases the GIL)
-            full = rows.append_column(COMMIT_TS, _repeat(self.commit_ts, n, pa.timestamp("us", tz="UTC")))
-            other = _POOL.submit(
-                _write_files,
-                self._state_txn,
-                state,
-                merge.conform(full, state.schema().as_arrow()),
-                self._state_producer,
-            )
-            self._write_changelog(rows)
-            other.result()
+        for i, (txn, stream, pending) in enumerate(self._streams):
+            if pending is not None:
+                pending.result()  # one chunk in flight per table: memory stays bounded
+            data = merge.conform(rows, txn.table_metadata.schema().as_arrow())
+            self._streams[i] = (txn, stream, _POOL.submit(_stream_write, txn, stream, data))
         self.rows += n
 
+    def _close(self, index: int, producer: Any) -> None:
+        txn, stream, pending = self._streams[index]
+        if pending is not None:
+            pending.result()
+        for data_file in stream.close():
+            producer.append_data_file(data_file)
+
     def finish_changelog(self) -> None:
+        self._close(0, self._producer)
         self._producer.__exit__(None, None, None)
 
     def commit_state(self) -> None:
         if self._state_txn is None:
             return
+        self._close(1, self._state_producer)
         self._state_producer.__exit__(None, None, None)
         self._state_txn.commit_transaction()
 
+    def abort(self) -> None:
+        """Wait for the encoders and delete the files they wrote (nothing was committed)."""
+        for _, stream, pending in self._streams:
+            if pending is not None:
+                with contextlib.suppress(Exception):
+                    pending.result()
+            stream.abort()
 
-_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-snapshot-writer")
+
+def _stream_write(txn: Transaction, stream: DataFileStream, data: pa.Table) -> None:
+    guard_statistics(txn, data)
+    stream.write(data)
+
+
+# one thread per table being encoded (a snapshot writes the state and the change log)
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lakegate-snapshot-writer")
 
 
 def _repeat(value: object, n: int, typ: pa.DataType) -> pa.Array:

