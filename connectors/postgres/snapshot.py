@@ -30,7 +30,7 @@ from connectors.errors import ConnectionLost
 from connectors.postgres.introspect import SourceTable
 from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 
-CHUNK_BYTES = 8 * 2**20
+CHUNK_BYTES = 4 * 2**20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
@@ -275,7 +275,7 @@ def copy_chunks(
     reads instead, when there is one."""
     columns = [c.name for c in table.columns]
     query = copy_query(table, columns).as_bytes(conn)
-    chunks: queue.Queue = queue.Queue(maxsize=2)
+    chunks: queue.Queue = queue.Queue(maxsize=1)
     cancel = threading.Event()
     procs: list[subprocess.Popen] = []
     free: queue.SimpleQueue[bytearray] = (
