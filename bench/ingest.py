@@ -1,6 +1,6 @@
 """Ingest benchmark: throughput against the raw pgoutput stream, snapshot against COPY, freshness, memory.
 
-    python bench/ingest.py [--rows 1000000] [--snapshot-rows 1000000] [--fresh-seconds 30]
+    python bench/ingest.py [--rows 1000000] [--snapshot-rows 1000000,5000000] [--fresh-seconds 30]
 
 Everything runs in one go on an embedded PostgreSQL, so every ratio compares figures measured on the same
 machine in the same minute. Prints a markdown table (the one in README.md).
@@ -196,7 +196,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows inserted by the streaming workload")
-    parser.add_argument("--snapshot-rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--snapshot-rows",
+        default="1000000,5000000",
+        help="comma-separated table sizes for the snapshot measurement (fixed costs weigh on small ones)",
+    )
     parser.add_argument("--fresh-seconds", type=float, default=30.0)
     parser.add_argument("--fresh-rate", type=int, default=5000)
     args = parser.parse_args()
@@ -206,28 +210,36 @@ def main() -> None:
     results: list[tuple[str, str, str, str]] = []
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            for name in ("snap", "stream", "fresh"):
+            for name in ("stream", "fresh"):
                 conn.execute(TABLE.format(name))
-            for start in range(1, args.snapshot_rows + 1, 100_000):
-                conn.execute(FILL.format("snap"), (start, min(args.snapshot_rows, start + 99_999)))
-            conn.execute("VACUUM ANALYZE snap")
+            sizes = [int(n) for n in args.snapshot_rows.split(",")]
+            for size in sizes:
+                conn.execute(TABLE.format(f"snap_{size}"))
+                for start in range(1, size + 1, 500_000):
+                    conn.execute(FILL.format(f"snap_{size}"), (start, min(size, start + 499_999)))
+                conn.execute(f"VACUUM ANALYZE snap_{size}")
 
         # 1. initial snapshot vs COPY TO STDOUT, discarded
-        runs = [copy_baseline(dsn, "snap") for _ in range(3)]  # the median of three: the first reads cold pages
-        copied, copy_seconds = sorted(runs, key=lambda r: r[1])[1]
-        worker = Worker(config(root, dsn, "snap", "lakegate_snap"), root / "snap.log")
-        done = worker.wait_for(r"snapshot of public\.snap: done, ([\d,]+) rows in ([\d.]+)s")
-        snap_rss = worker.stop()
-        snap_rows, snap_seconds = int(done.group(1).replace(",", "")), float(done.group(2))
-        assert snap_rows == copied == args.snapshot_rows
-        results.append(
-            (
-                "initial snapshot, rows/s",
-                f"{snap_rows / snap_seconds:,.0f}",
-                f"{copied / copy_seconds:,.0f} (COPY to /dev/null)",
-                f"{copy_seconds / snap_seconds:.2f}",
+        snap_rss = 0
+        for size in sizes:
+            table = f"snap_{size}"
+            runs = [
+                copy_baseline(dsn, table) for _ in range(3)
+            ]  # the median of three: the first reads cold pages
+            copied, copy_seconds = sorted(runs, key=lambda r: r[1])[1]
+            worker = Worker(config(root, dsn, table, f"lakegate_{table}"), root / f"{table}.log")
+            done = worker.wait_for(rf"snapshot of public\.{table}: done, ([\d,]+) rows in ([\d.]+)s")
+            snap_rss = max(snap_rss, worker.stop())
+            snap_rows, snap_seconds = int(done.group(1).replace(",", "")), float(done.group(2))
+            assert snap_rows == copied == size
+            results.append(
+                (
+                    f"initial snapshot of {size / 1e6:g} M rows, rows/s",
+                    f"{snap_rows / snap_seconds:,.0f}",
+                    f"{copied / copy_seconds:,.0f} (COPY to /dev/null)",
+                    f"{copy_seconds / snap_seconds:.2f}",
+                )
             )
-        )
 
         # 2. streaming: the worker end to end vs the raw pgoutput stream, over the same changes
         stream_cfg = config(root, dsn, "stream", "lakegate_stream")
