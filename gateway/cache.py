@@ -16,6 +16,15 @@ evicting least-recently-used unpinned entries; entries used in the last ``RECENT
 room for a new load (the load is skipped and the table read from Parquet), so that a working set larger than the
 budget does not turn into a reload per query.
 
+Small PostgreSQL tables of DuckDB-route queries (the dimension of a federated join) are cached too, keyed by
+the server's ``pg_current_snapshot()``: a query takes that token in one round trip, and an entry is served only
+for the exact token it was loaded at. Equal tokens mean that no transaction that writes began or ended anywhere
+on the server in between, so the copy is exactly what a live read would return; a load is kept only if the
+token is the same before and after it. A write makes the next query read the table live (and see the write at
+once). Tables that keep changing are backed off (30 s, doubling to 10 min), views are never cached (they may
+call now() or random()), and tables over 256 MiB or a quarter of the budget are always read live. On a server
+that writes all the time the cost is the token round trip.
+
 Why pins, verified with DuckDB 1.5.5: a cursor that is reading a table keeps reading it to the end after another
 cursor drops it (DuckDB's catalog is MVCC; the memory is freed when the reader's transaction ends), but a query
 that *binds* after the drop fails with "Table ... does not exist". A query's SQL names its cache tables at plan
@@ -49,6 +58,15 @@ log = logging.getLogger("lakegate.gateway.cache")
 SCHEMA = "lakegate_cache"
 RECENT_SECONDS = 10.0  #: entries used this recently are not evicted to make room for another load
 RETRY_SECONDS = 30.0  #: a version that could not be loaded (no room, error) is not tried again for this long
+PG_MAX_BYTES = (
+    256 << 20
+)  #: PostgreSQL tables larger than this (or than a quarter of the budget) are read live
+PG_BACKOFF = (30.0, 600.0)  #: a PostgreSQL table that keeps changing is not loaded again for 30 s, doubling
+PG_KINDS = (
+    "r",
+    "p",
+    "m",
+)  #: tables, partitioned tables, materialized views (a view may call now() or random())
 
 
 class Lease:
@@ -88,6 +106,9 @@ class LakeCache:
         self._stopped = False
         self._busy = 0  #: tasks queued or running
         self.recent_seconds = RECENT_SECONDS
+        self._pg_seen: dict[str, tuple[int, str]] = {}  #: newest (xmax, token) seen per PostgreSQL source
+        self._pg_skip: dict[tuple[str, str], float] = {}  #: PostgreSQL table -> not loaded before this time
+        self._pg_delay: dict[tuple[str, str], float] = {}  #: its current back-off
 
     @property
     def enabled(self) -> bool:
@@ -137,6 +158,72 @@ class LakeCache:
         for old in [e for v, e in self._entries.items() if v.ident == version.ident and v != version]:
             self._retire(old)
 
+    # ------------------------------------------------------------------------ PostgreSQL tables (query side)
+
+    def wants_postgres(self, source: str, schema: str, name: str) -> bool:
+        """Whether a query reading this PostgreSQL table should ask the cache (which costs it one round trip
+        for the server's snapshot): not when the table is too large or keeps changing."""
+        if not self.enabled:
+            return False
+        with self._lock:
+            return self._pg_skip.get((f"{source}.{schema}", name), 0.0) <= self._clock()
+
+    def scan_postgres(
+        self,
+        source: str,
+        schema: str,
+        name: str,
+        token: str,
+        relation: str,
+        probe: Callable[[], tuple[str, str, int]],
+        leases: list[Lease],
+    ) -> str | None:
+        """The cache table holding the PostgreSQL table as of server snapshot ``token`` (pinned), or None.
+
+        ``token`` is ``pg_current_snapshot()`` taken by this query. Two equal tokens mean that no transaction
+        that writes began or ended in between, anywhere on the server, so a table read at one token reads
+        the same at the other: an entry is served only for its exact token and can never be stale. On a
+        server that writes all the time tokens never repeat and the table is simply read live. On a miss a
+        load is requested; ``probe`` returns (token, relkind, bytes) for the loader."""
+        ident = (f"{source}.{schema}", name)
+        version = Version(ident, f"postgres:{source}", _xmax(token), 0, source, token)
+        now = self._clock()
+        with self._lock:
+            self._check_generation()
+            self._observe_server(source, version)
+            entry = self._entries.get(version)
+            if entry is not None:
+                entry.pins += 1
+                entry.last_used = now
+                self.stats.hits += 1
+                leases.append(Lease(self, entry))
+                return entry.name
+            self.stats.misses += 1
+            if version not in self._pending and self._pg_skip.get(ident, 0.0) <= now:
+                load = Load(version, "", 0, relation, probe)
+                self._pending[version] = load
+                self._put(load)
+        return None
+
+    def _observe_server(self, source: str, version: Version) -> None:
+        """A newer server snapshot retires the source's entries of older ones (lock held). Only memory is at
+        stake: an entry is served for its exact token alone."""
+        seen = self._pg_seen.get(source)
+        if seen is not None and (seen[1] == version.token or seen[0] > version.snapshot_id):
+            return
+        self._pg_seen[source] = (version.snapshot_id, version.token)
+        now = self._clock()
+        for old in [e for v, e in self._entries.items() if v.source == source and v.token != version.token]:
+            if now - old.loaded < PG_BACKOFF[0]:
+                self._pg_backoff(old.version.ident)  # changed right after it was loaded: it churns
+            self._retire(old)
+
+    def _pg_backoff(self, ident: tuple[str, str], seconds: float | None = None) -> None:
+        """Do not load this PostgreSQL table for a while (lock held): doubling from 30 s up to 10 min."""
+        delay = seconds or min(PG_BACKOFF[1], max(PG_BACKOFF[0], 2 * self._pg_delay.get(ident, 0.0)))
+        self._pg_delay[ident] = delay
+        self._pg_skip[ident] = self._clock() + delay
+
     def _retire(self, entry: Entry) -> None:
         """Called with the lock held: the entry is no longer served; it is dropped once unpinned."""
         if entry.retired:
@@ -156,9 +243,9 @@ class LakeCache:
     def sweep(self, present: set[tuple[str, str]]) -> None:
         """Retire the entries of tables that are no longer in the lake's catalog (dropped, re-snapshotted)."""
         with self._lock:
-            for entry in [e for v, e in self._entries.items() if v.ident not in present]:
+            for entry in [e for v, e in self._entries.items() if v.ident not in present and not v.source]:
                 self._retire(entry)
-            for ident in [i for i in self._current if i not in present]:
+            for ident in [i for i, (_, v) in self._current.items() if i not in present and not v.source]:
                 del self._current[ident]
 
     def _check_generation(self) -> None:
@@ -169,6 +256,7 @@ class LakeCache:
         self._entries.clear()
         self._retiring.clear()
         self._current.clear()
+        self._pg_seen.clear()
 
     # ---------------------------------------------------------------------------------------- the loader
 
@@ -209,6 +297,9 @@ class LakeCache:
                     self._lock.notify_all()
 
     def _load(self, load: Load) -> None:
+        if load.probe is not None:
+            self._load_postgres(load)
+            return
         version = load.version
         with self._lock:
             if self._stopped or self._current.get(version.ident, (0, version))[1] != version:
@@ -242,6 +333,63 @@ class LakeCache:
             Entry(version, name, size if size > 0 else load.estimate, rows, self._clock(), generation),
             time.monotonic() - started,
         )
+
+    def _load_postgres(self, load: Load) -> None:
+        """Copy a PostgreSQL table into DuckDB; kept only if the server's snapshot token is the version's both
+        before and after the copy (then the copy is exactly the table at that token)."""
+        version = load.version
+        assert load.probe is not None
+        try:
+            token, kind, size = load.probe()
+        except QueryError as exc:
+            with self._lock:
+                self.stats.load_failures += 1
+                self._pg_backoff(version.ident)
+            log.warning("lake cache: cannot size %s.%s: %s", *version.ident, exc)
+            return
+        with self._lock:
+            if self._stopped:
+                return
+            if kind not in PG_KINDS or size > min(PG_MAX_BYTES, self.budget // 4):
+                self.stats.skipped += 1
+                self._pg_backoff(version.ident, PG_BACKOFF[1])  # a view, or too large: read it live
+                return
+            if token != version.token:
+                self._pg_backoff(version.ident)  # the server moved on since the query: it is busy
+                return
+            if not self._make_room(size * 2, recent=True):
+                self._refuse(version)
+                return
+            generation = self._generation
+        for entry in self._drops():
+            self._drop(entry)
+        name = f"{SCHEMA}.t{next(self._names)}"
+        started = time.monotonic()
+        try:
+            before = self.engine.table_memory()
+            self.engine.execute(f"CREATE TABLE {name} AS SELECT * FROM {load.relation}", self._track)
+            size = self.engine.table_memory() - before
+            rows = int(self.engine.value(f"SELECT count(*) FROM {name}") or 0)
+            after, _, _ = load.probe()
+        except QueryError as exc:
+            with self._lock:
+                self.stats.load_failures += 1
+                self._pg_backoff(version.ident)
+            log.warning("lake cache: cannot load %s.%s: %s", *version.ident, exc)
+            self._try_drop(name)
+            return
+        finally:
+            self._running = None
+        if after != version.token:
+            with self._lock:
+                self._pg_backoff(version.ident)
+            self._try_drop(name)
+            return
+        with self._lock:
+            self._pg_delay.pop(version.ident, None)
+        entry = Entry(version, name, max(size, 1), rows, self._clock(), generation)
+        entry.loaded = self._clock()
+        self._admit(entry, time.monotonic() - started)
 
     def _track(self, result: DuckDBResult) -> None:
         self._running = result
@@ -392,3 +540,11 @@ class LakeCache:
         self._tasks.put(None)
         if self._thread is not None:
             self._thread.join(10)
+
+
+def _xmax(token: str) -> int:
+    """The xmax of a ``pg_current_snapshot()`` text (xmin:xmax:xip,...)."""
+    try:
+        return int(token.split(":")[1])
+    except (IndexError, ValueError):
+        return 0

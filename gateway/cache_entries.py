@@ -3,6 +3,7 @@ load is admitted on (the real size is measured after the load)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyiceberg.table import Table
@@ -42,12 +43,17 @@ _WIDTHS: dict[type, int] = {
 
 @dataclass(frozen=True)
 class Version:
-    """One immutable state of an Iceberg table: what a cache entry holds."""
+    """One immutable state of an Iceberg table, or of a PostgreSQL table: what a cache entry holds.
+
+    For a PostgreSQL table ``source`` names the source, ``ident`` is (source.schema, table) and ``token`` the
+    server's ``pg_current_snapshot()`` when it was read (``snapshot_id`` its xmax, for display)."""
 
     ident: tuple[str, str]
     uuid: str
     snapshot_id: int
     schema_id: int
+    source: str = ""
+    token: str = ""
 
 
 @dataclass
@@ -63,6 +69,7 @@ class Entry:
     generation: int
     pins: int = 0
     retired: bool = False
+    loaded: float = 0.0  #: when a PostgreSQL table's entry was loaded (clock of the cache)
 
 
 @dataclass
@@ -80,11 +87,17 @@ class Stats:
 
 @dataclass
 class Load:
-    """A requested load: the version, the metadata file that has it as its current snapshot, its estimate."""
+    """A requested load: the version, the metadata file that has it as its current snapshot, its estimate.
+
+    A PostgreSQL table's load reads ``relation`` (DuckDB's name of the attached table) instead, and ``probe``
+    returns the server's snapshot token, the relation's kind and its size: the load is kept only if the token is the
+    version's both before and after the read."""
 
     version: Version
     location: str
     estimate: int
+    relation: str = ""
+    probe: Callable[[], tuple[str, str, int]] | None = None
 
 
 def estimate_bytes(table: Table, snapshot: Snapshot) -> int:

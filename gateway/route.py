@@ -71,6 +71,22 @@ class LakeRead:
 
 
 @dataclass(frozen=True)
+class PgRead:
+    """A PostgreSQL table a DuckDB-route statement reads; as the view ``view`` when the cache serves it."""
+
+    view: str
+    ref: TableRef
+
+    @property
+    def relation(self) -> str:
+        """DuckDB's name of the attached table."""
+        return ".".join(quote(part) for part in (self.ref.source, self.ref.schema, self.ref.name))
+
+
+PgLookup = Callable[[TableRef], "str | None"]
+
+
+@dataclass(frozen=True)
 class Routed:
     """A statement parsed, guarded, resolved and routed: everything but the lake views, whose SQL depends on
     the tables' current snapshots (and on the lake cache) and is rendered for every query by
@@ -86,6 +102,8 @@ class Routed:
     main: str = ""  #: the statement without its WITH clause
     literal_travel: bool = True  #: every time-travel argument was a literal (the routing can be reused)
     consulted: tuple[tuple[str, bool], ...] = ()  #: PostgreSQL sources resolution read (True: a name missed)
+    pgs: tuple[PgRead, ...] = ()  #: PostgreSQL tables of a duckdb-route statement
+    pg_split: tuple[str, str, str] = ("", "", "")  #: head, ctes, main with those tables read as views
 
 
 class Router:
@@ -122,17 +140,34 @@ class Router:
         return dataclasses.replace(routed, consulted=tuple(sorted(consulted.items())))
 
     def render(
-        self, routed: Routed, listing: dict[tuple[str, str], str | None], cached: Cached | None = None
+        self,
+        routed: Routed,
+        listing: dict[tuple[str, str], str | None],
+        cached: Cached | None = None,
+        pg_cached: PgLookup | None = None,
     ) -> Plan:
-        """The plan of ``routed`` against the lake's current metadata (``listing``)."""
-        if not routed.lakes:
+        """The plan of ``routed`` against the lake's current metadata (``listing``). ``cached`` may serve lake
+        tables from the lake cache, ``pg_cached`` PostgreSQL tables (only when the server is provably
+        unchanged since they were cached)."""
+        pg_hits: dict[str, str] = {}
+        if pg_cached is not None:
+            for pg in routed.pgs:
+                name = pg_cached(pg.ref)
+                if name is not None:
+                    pg_hits[pg.view] = name
+        if not routed.lakes and not pg_hits:
             return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables))
         views: dict[str, str] = {}
         for read in routed.lakes:
             entry = self.lake.entry(read.ref.schema, read.ref.name, listing)
             views[read.view] = view_sql(entry, read.travel, cached)
+        head, ctes, main = routed.head, routed.ctes, routed.main
+        if pg_hits:
+            for pg in routed.pgs:
+                views[pg.view] = f"SELECT * FROM {pg_hits.get(pg.view, pg.relation)}"
+            head, ctes, main = routed.pg_split
         with_views = ", ".join(f"{quote(name)} AS NOT MATERIALIZED ({sql})" for name, sql in views.items())
-        sql = f"{routed.head}{with_views}{', ' + routed.ctes if routed.ctes else ''} {routed.main}"
+        sql = f"{head}{with_views}{', ' + ctes if ctes else ''} {main}"
         return Plan(routed.route, sql, routed.source, routed.body, views, list(routed.tables))
 
     # ------------------------------------------------------------------------------------------ postgres
@@ -164,6 +199,7 @@ class Router:
         max_rows: int | None,
     ) -> Routed:
         lakes: dict[str, LakeRead] = {}
+        pg_tables: list[tuple[exp.Table, TableRef]] = []
         literal = True
         for table, ref in resolved:
             if ref.kind == LAKE:
@@ -189,15 +225,36 @@ class Router:
                 table.set("catalog", _ident(ref.source))
                 table.set("db", _ident(ref.schema))
                 table.set("this", _ident(ref.name))
+                pg_tables.append((table, ref))
         _strip_column_parts(ast, keep_db=False)
         _name_generator_columns(ast)
         _name_like_postgres(ast)
         cap_rows(ast, max_rows)
         body = ast.sql(dialect="duckdb")
-        if not lakes:
-            return Routed(DUCKDB_ROUTE, body, None, names)
-        head, ctes, main = _split_with(ast)
-        return Routed(DUCKDB_ROUTE, body, None, names, tuple(lakes.values()), head, ctes, main, literal)
+        head, ctes, main = _split_with(ast) if lakes else ("", "", "")
+        pgs: dict[str, PgRead] = {}
+        for table, ref in pg_tables:  # the same statement reading each PostgreSQL table as a view
+            view = str(ref)
+            pgs.setdefault(view, PgRead(view, ref))
+            table.set("catalog", None)
+            table.set("db", None)
+            table.set("this", exp.to_identifier(view, quoted=True))
+            if table.args.get("alias") is None:
+                table.set("alias", exp.TableAlias(this=_ident(ref.name)))
+        pg_split = _split_with(ast) if pgs else ("", "", "")
+        return Routed(
+            DUCKDB_ROUTE,
+            body,
+            None,
+            names,
+            tuple(lakes.values()),
+            head,
+            ctes,
+            main,
+            literal,
+            pgs=tuple(pgs.values()),
+            pg_split=pg_split,
+        )
 
     def _travel(self, table: exp.Table) -> TimeTravel | None:
         version = table.args.get("version")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +25,11 @@ from connectors.postgres.engine import PostgresEngine
 from connectors.query import QueryError
 from gateway import parse as parse_mod
 from gateway.cache import LakeCache, Lease
-from gateway.catalog import POSTGRES, Catalog
+from gateway.catalog import POSTGRES, Catalog, TableRef
 from gateway.errors import BadRequest, GatewayError, Unavailable
 from gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from gateway.guard import Guard
-from gateway.lake import Lake
+from gateway.lake import Lake, quote
 from gateway.metrics import Metrics
 from gateway.plans import PlanCache
 from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, Plan, Routed, Router
@@ -178,10 +178,36 @@ class Gateway:
             routed = self.router.route(statement.ast, max_rows, listing)
             self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed)
         assert listing is not None
-        scan = None
+        scan = pg_scan = None
         if leases is not None and self.cache.enabled:
             scan = functools.partial(self.cache.scan, leases=leases)
-        return statement, self.router.render(routed, listing, scan)
+            if routed.pgs:
+                pg_scan = self._pg_lookup(leases)
+        return statement, self.router.render(routed, listing, scan, pg_scan)
+
+    def _pg_lookup(self, leases: list[Lease]) -> Callable[[TableRef], str | None]:
+        """Serves a query's PostgreSQL tables from the cache when the server is provably unchanged since they
+        were cached: one ``pg_current_snapshot()`` round trip per source and query (and none for tables too
+        large or too busy to cache)."""
+        tokens: dict[str, str | None] = {}
+
+        def lookup(ref: TableRef) -> str | None:
+            engine = self.postgres.get(ref.source)
+            if engine is None or not self.cache.wants_postgres(ref.source, ref.schema, ref.name):
+                return None
+            if ref.source not in tokens:
+                try:
+                    tokens[ref.source] = engine.snapshot_token()
+                except QueryError:
+                    tokens[ref.source] = None  # the query reads it live and reports what is wrong
+            token = tokens[ref.source]
+            if not token:
+                return None
+            relation = ".".join(quote(part) for part in (ref.source, ref.schema, ref.name))
+            probe = functools.partial(_probe, engine, ref.schema, ref.name)
+            return self.cache.scan_postgres(ref.source, ref.schema, ref.name, token, relation, probe, leases)
+
+        return lookup
 
     def _listing(self) -> dict[tuple[str, str], str | None]:
         listing = self.lake.listing()
@@ -336,6 +362,22 @@ class Gateway:
             return self.duckdb.value(sql)
         except QueryError as exc:
             raise BadRequest(f"cannot evaluate the time-travel argument: {exc}") from exc
+
+
+_PROBE = """
+SELECT pg_current_snapshot()::text, c.relkind::text, pg_table_size(c.oid)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relname = %s
+"""
+
+
+def _probe(engine: PostgresEngine, schema: str, name: str) -> tuple[str, str, int]:
+    """(server snapshot token, relkind, bytes) of a PostgreSQL table, for a cache load."""
+    rows = engine.fetch(_PROBE, (schema, name))
+    if not rows:
+        return engine.snapshot_token(), "", 0
+    token, kind, size = rows[0]
+    return str(token), str(kind), int(size or 0)
 
 
 def _release(leases: list[Lease]) -> None:

@@ -306,3 +306,60 @@ def test_cache_takes_at_most_half_of_duckdbs_memory(pg_dsn: str, lake_dir: Path)
         assert gateway.cache_figures()["budget_bytes"] == gateway.cache.budget
     finally:
         gateway.close()
+
+
+def _plan_sql(gateway: Gateway, sql: str) -> str:
+    execution = gateway.prepare(sql)
+    try:
+        return str(execution.plan.sql)  # type: ignore[attr-defined]
+    finally:
+        execution.close()
+
+
+def test_postgres_table_is_served_from_the_cache_only_while_the_server_is_unchanged(
+    pg_dsn: str, lake_dir: Path, pg: psycopg.Connection
+) -> None:
+    """A small PostgreSQL table of a federated query is cached under the server's pg_current_snapshot(): the
+    same token means no writing transaction began or ended, so the copy is exact; any write makes the next
+    query read the table live (and see the write at once). Views are never cached (they may call now())."""
+    pg.execute("CREATE TABLE regions (code text PRIMARY KEY, label text)")
+    pg.execute("INSERT INTO regions SELECT 'r' || g, 'region ' || g FROM generate_series(1, 50) g")
+    pg.execute("CREATE VIEW region_clock AS SELECT code, clock_timestamp() AS at FROM regions")
+    settings = gateway_settings(pg_dsn, lake_dir, [], cache_bytes="256MiB")
+    catalog = lake_catalog.from_settings(settings.lake)
+    catalog.create_namespace("public")
+    sales = pa.table({"region": [f"r{i % 60}" for i in range(600)], "amount": list(range(600))})
+    catalog.create_table("public.sales", sales.schema).append(sales)
+    sql = (
+        "SELECT r.label, sum(s.amount) AS total FROM lake.public.sales s "
+        "JOIN pg.public.regions r ON r.code = s.region GROUP BY r.label ORDER BY r.label"
+    )
+
+    def expected() -> list[dict[str, Any]]:
+        labels = dict(pg.execute("SELECT code, label FROM regions").fetchall())
+        totals: dict[str, int] = {}
+        for region, amount in zip(sales["region"].to_pylist(), sales["amount"].to_pylist(), strict=True):
+            if region in labels:
+                totals[labels[region]] = totals.get(labels[region], 0) + amount
+        return [{"label": k, "total": v} for k, v in sorted(totals.items())]
+
+    gateway = Gateway(settings).open()
+    try:
+        assert gateway.query(sql).table.to_pylist() == expected()
+        assert gateway.cache.wait_idle()
+        assert "SELECT * FROM lakegate_cache." in _plan_sql(gateway, sql).split('"pg.public.regions" AS')[1]
+        hits = gateway.cache.stats.hits
+        assert gateway.query(sql).table.to_pylist() == expected()
+        assert gateway.cache.stats.hits >= hits + 2, "the lake table and the PostgreSQL table come from the cache"
+
+        pg.execute("UPDATE regions SET label = 'renamed' WHERE code = 'r1'")
+        got = gateway.query(sql).table.to_pylist()
+        assert {"label": "renamed", "total": expected()[-1]["total"]} in got and got == expected()
+        assert '"pg.public.regions"' not in _plan_sql(gateway, sql), "after a write the table is read live"
+
+        clock = "SELECT count(*) AS n FROM lake.public.sales s JOIN pg.public.region_clock c ON c.code = s.region"
+        assert gateway.query(clock).table.to_pylist() == [{"n": 500}]
+        assert gateway.cache.wait_idle()
+        assert '"pg.public.region_clock"' not in _plan_sql(gateway, clock), "a view is never cached"
+    finally:
+        gateway.close()

@@ -126,6 +126,18 @@ class PostgresEngine:
         finally:
             self.release(conn)
 
+    def snapshot_token(self) -> str:
+        """``pg_current_snapshot()`` as text, in one round trip. Two equal tokens mean that no transaction that
+        writes began or ended on the server in between (see :meth:`gateway.cache.LakeCache.scan_postgres`)."""
+        conn = self.connection()
+        try:
+            row = conn.execute("SELECT pg_current_snapshot()::text").fetchone()
+            return str(row[0]) if row else ""
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        finally:
+            self.release(conn)
+
     def codecs(self, conn: psycopg.Connection, columns: Sequence[tuple[str, int, int]]) -> list[Codec]:
         catalog = TypeCatalog(lambda oids: conn.execute(TYPE_QUERY, (oids,)).fetchall())
         catalog._types = self._types  # share what earlier queries fetched (the cache is per catalog object)
