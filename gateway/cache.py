@@ -133,13 +133,9 @@ class LakeCache:
             self._check_generation()
             if not travelling:
                 self._observe(version, meta.last_updated_ms)
-            entry = self._entries.get(version)
-            if entry is not None:
-                entry.pins += 1
-                entry.last_used = now
-                self.stats.hits += 1
-                leases.append(Lease(self, entry))
-                return entry.name
+            served = self._serve(version, now, leases)
+            if served is not None:
+                return served
             if travelling:
                 return None  # an old version is read from Parquet, never loaded
             self.stats.misses += 1
@@ -148,6 +144,17 @@ class LakeCache:
                 self._pending[version] = load
                 self._put(load)
         return None
+
+    def _serve(self, version: Version, now: float, leases: list[Lease]) -> str | None:
+        """The entry's table name, pinned for the query (lock held); None when ``version`` is not cached."""
+        entry = self._entries.get(version)
+        if entry is None:
+            return None
+        entry.pins += 1
+        entry.last_used = now
+        self.stats.hits += 1
+        leases.append(Lease(self, entry))
+        return entry.name
 
     def _observe(self, version: Version, stamp: int) -> None:
         """``version`` is current for its table: retire older versions (newer ones are never retired)."""
@@ -191,13 +198,9 @@ class LakeCache:
         with self._lock:
             self._check_generation()
             self._observe_server(source, version)
-            entry = self._entries.get(version)
-            if entry is not None:
-                entry.pins += 1
-                entry.last_used = now
-                self.stats.hits += 1
-                leases.append(Lease(self, entry))
-                return entry.name
+            served = self._serve(version, now, leases)
+            if served is not None:
+                return served
             self.stats.misses += 1
             if version not in self._pending and self._pg_skip.get(ident, 0.0) <= now:
                 load = Load(version, "", 0, relation, probe)
@@ -308,27 +311,15 @@ class LakeCache:
                 self._refuse(version)
                 return
             generation = self._generation
-        for entry in self._drops():
-            self._drop(entry)
-        name = f"{SCHEMA}.t{next(self._names)}"
         started = time.monotonic()
         try:
-            before = self.engine.table_memory()
-            self.engine.execute(
-                f"CREATE TABLE {name} AS SELECT * FROM iceberg_scan('{load.location.replace(chr(39), chr(39) * 2)}')",
-                self._track,
-            )
-            size = self.engine.table_memory() - before
-            rows = int(self.engine.value(f"SELECT count(*) FROM {name}") or 0)
+            name, size, rows = self._create(f"iceberg_scan('{load.location.replace(chr(39), chr(39) * 2)}')")
         except QueryError as exc:
             with self._lock:
                 self.stats.load_failures += 1
                 self._refuse(version, skipped=False)
             log.warning("lake cache: cannot load %s.%s: %s", *version.ident, exc)
-            self._try_drop(name)
             return
-        finally:
-            self._running = None
         self._admit(
             Entry(version, name, size if size > 0 else load.estimate, rows, self._clock(), generation),
             time.monotonic() - started,
@@ -361,26 +352,20 @@ class LakeCache:
                 self._refuse(version)
                 return
             generation = self._generation
-        for entry in self._drops():
-            self._drop(entry)
-        name = f"{SCHEMA}.t{next(self._names)}"
         started = time.monotonic()
         try:
-            before = self.engine.table_memory()
-            self.engine.execute(f"CREATE TABLE {name} AS SELECT * FROM {load.relation}", self._track)
-            size = self.engine.table_memory() - before
-            rows = int(self.engine.value(f"SELECT count(*) FROM {name}") or 0)
-            after, _, _ = load.probe()
+            name, size, rows = self._create(load.relation)
         except QueryError as exc:
             with self._lock:
                 self.stats.load_failures += 1
                 self._pg_backoff(version.ident)
             log.warning("lake cache: cannot load %s.%s: %s", *version.ident, exc)
-            self._try_drop(name)
             return
-        finally:
-            self._running = None
-        if after != version.token:
+        try:
+            after = load.probe()[0]
+        except QueryError:
+            after = ""
+        if after != version.token:  # a writing transaction began or ended during the copy
             with self._lock:
                 self._pg_backoff(version.ident)
             self._try_drop(name)
@@ -390,6 +375,24 @@ class LakeCache:
         entry = Entry(version, name, max(size, 1), rows, self._clock(), generation)
         entry.loaded = self._clock()
         self._admit(entry, time.monotonic() - started)
+
+    def _create(self, source: str) -> tuple[str, int, int]:
+        """``CREATE TABLE <new cache table> AS SELECT * FROM <source>``: its name, the DuckDB memory it took and
+        its rows. Unpinned retired entries are dropped first; a failed table is dropped and the error raised."""
+        for entry in self._drops():
+            self._drop(entry)
+        name = f"{SCHEMA}.t{next(self._names)}"
+        try:
+            before = self.engine.table_memory()
+            self.engine.execute(f"CREATE TABLE {name} AS SELECT * FROM {source}", self._track)
+            size = self.engine.table_memory() - before
+            rows = int(self.engine.value(f"SELECT count(*) FROM {name}") or 0)
+        except QueryError:
+            self._try_drop(name)
+            raise
+        finally:
+            self._running = None
+        return name, size, rows
 
     def _track(self, result: DuckDBResult) -> None:
         self._running = result
