@@ -83,7 +83,7 @@ class PgRead:
         return ".".join(quote(part) for part in (self.ref.source, self.ref.schema, self.ref.name))
 
 
-PgLookup = Callable[[TableRef], "str | None"]
+PgLookup = Callable[[PgRead], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class Router:
         pg_hits: dict[str, str] = {}
         if pg_cached is not None:
             for pg in routed.pgs:
-                name = pg_cached(pg.ref)
+                name = pg_cached(pg)
                 if name is not None:
                     pg_hits[pg.view] = name
         if not routed.lakes and not pg_hits:

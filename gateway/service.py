@@ -25,14 +25,14 @@ from connectors.postgres.engine import PostgresEngine
 from connectors.query import QueryError
 from gateway import parse as parse_mod
 from gateway.cache import LakeCache, Lease
-from gateway.catalog import POSTGRES, Catalog, TableRef
+from gateway.catalog import POSTGRES, Catalog
 from gateway.errors import BadRequest, GatewayError, Unavailable
 from gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from gateway.guard import Guard
-from gateway.lake import Lake, quote
+from gateway.lake import Lake
 from gateway.metrics import Metrics
 from gateway.plans import PlanCache
-from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, Plan, Routed, Router
+from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, PgRead, Plan, Routed, Router
 from gateway.schema import describe_table, schema_listing, show
 from gateway.status import lake_status
 from lakegate.settings import Settings
@@ -185,13 +185,14 @@ class Gateway:
                 pg_scan = self._pg_lookup(leases)
         return statement, self.router.render(routed, listing, scan, pg_scan)
 
-    def _pg_lookup(self, leases: list[Lease]) -> Callable[[TableRef], str | None]:
+    def _pg_lookup(self, leases: list[Lease]) -> Callable[[PgRead], str | None]:
         """Serves a query's PostgreSQL tables from the cache when the server is provably unchanged since they
         were cached: one ``pg_current_snapshot()`` round trip per source and query (and none for tables too
         large or too busy to cache)."""
         tokens: dict[str, str | None] = {}
 
-        def lookup(ref: TableRef) -> str | None:
+        def lookup(read: PgRead) -> str | None:
+            ref = read.ref
             engine = self.postgres.get(ref.source)
             if engine is None or not self.cache.wants_postgres(ref.source, ref.schema, ref.name):
                 return None
@@ -203,9 +204,10 @@ class Gateway:
             token = tokens[ref.source]
             if not token:
                 return None
-            relation = ".".join(quote(part) for part in (ref.source, ref.schema, ref.name))
             probe = functools.partial(_probe, engine, ref.schema, ref.name)
-            return self.cache.scan_postgres(ref.source, ref.schema, ref.name, token, relation, probe, leases)
+            return self.cache.scan_postgres(
+                ref.source, ref.schema, ref.name, token, read.relation, probe, leases
+            )
 
         return lookup
 

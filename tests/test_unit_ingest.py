@@ -181,3 +181,40 @@ def test_copy_text_format_unescaping_and_psql_environment() -> None:
     ]
     info, env = _psql_env("host=/tmp dbname=app user=u password=secret", {"TimeZone": "UTC"})
     assert "secret" not in info and env["PGPASSWORD"] == "secret" and "-c TimeZone=UTC" in env["PGOPTIONS"]
+
+
+def test_data_file_stream_writes_one_file_and_refuses_partitioned_tables(tmp_path) -> None:
+    """Chunks go to one file with a row group per ROW_GROUP_ROWS; unique columns skip the dictionary, repeating
+    ones keep it; a partitioned table is refused with what to do."""
+    import pyarrow.parquet as pq
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    from connectors.errors import LakeError
+    from connectors.iceberg import catalog as lake_catalog
+    from connectors.iceberg import datafiles
+
+    catalog = lake_catalog.open_catalog("t", f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
+    catalog.create_namespace("n")
+    schema = Schema(NestedField(1, "id", LongType(), False), NestedField(2, "kind", StringType(), False))
+    table = catalog.create_table("n.plain", schema)
+    stream = datafiles.DataFileStream(table.transaction(), table.io)
+    for start in range(0, 300_000, 50_000):
+        ids = pa.array(range(start, start + 50_000), pa.int64())
+        stream.write(pa.table({"id": ids, "kind": pa.array(["a", "b"] * 25_000)}))
+    (data_file,) = stream.close()
+    assert data_file.record_count == 300_000
+    with table.io.new_input(data_file.file_path).open() as f:
+        meta = pq.ParquetFile(f).metadata
+    assert meta.num_row_groups == 2  # 150k + 150k: chunks gathered to at least ROW_GROUP_ROWS
+    encodings = {
+        meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).encodings for i in (0, 1)
+    }
+    assert "RLE_DICTIONARY" not in encodings["id"] and "RLE_DICTIONARY" in encodings["kind"]
+
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "kind"))
+    partitioned = catalog.create_table("n.parted", schema, partition_spec=spec)
+    with pytest.raises(LakeError, match="--resnapshot"):
+        datafiles.DataFileStream(partitioned.transaction(), partitioned.io)

@@ -35,6 +35,8 @@ from pyiceberg.table.locations import load_location_provider
 from pyiceberg.typedef import Record
 from pyiceberg.utils.properties import property_as_int
 
+from connectors.errors import LakeError
+
 _PARQUET = FileFormatFactory.get(FileFormat.PARQUET)
 
 
@@ -50,7 +52,11 @@ class DataFileStream:
         self._io = io
         metadata = txn.table_metadata
         if not metadata.spec().is_unpartitioned():
-            raise ValueError("DataFileStream writes unpartitioned tables only")
+            raise LakeError(
+                f"lake table at {metadata.location} has a partition spec ({metadata.spec()}), but lakegate "
+                "writes unpartitioned tables only: remove the partition spec, or drop and copy the table again "
+                "with `lakegate maintain --resnapshot schema.table`"
+            )
         table_schema = metadata.schema()
         self._file_schema: Schema = sanitize_column_names(table_schema)
         self._name_mapping = table_schema.name_mapping
@@ -100,10 +106,10 @@ class DataFileStream:
         self._pending.append(pa.Table.from_batches(batches))
         self._pending_rows += data.num_rows
         self._bytes += data.nbytes
-        if self._pending_rows >= ROW_GROUP_ROWS or self._bytes >= self._target:
-            self._flush()
         if self._bytes >= self._target:
-            self._finish()
+            self._finish()  # writes the gathered chunks first
+        elif self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush()
 
     def _flush(self) -> None:
         """Write the gathered chunks as one row group (small chunks would make small row groups)."""
@@ -123,17 +129,16 @@ class DataFileStream:
         return self.files
 
     def abort(self) -> None:
-        """Close and delete every file this stream wrote (they were never committed)."""
-        try:
-            if self._writer is not None:
-                self._writer.close()
-            if self._stream is not None:
-                self._stream.close()
-        finally:
-            self._writer = self._stream = None
-            for path in self._paths:
-                with contextlib.suppress(OSError):
-                    self._io.delete(path)
+        """Close and delete every file this stream wrote (they were never committed). Never raises: it runs
+        while another error propagates, and a file it cannot delete is an orphan that snapshot expiry removes."""
+        for resource in (self._writer, self._stream):
+            if resource is not None:
+                with contextlib.suppress(Exception):
+                    resource.close()
+        self._writer = self._stream = None
+        for path in self._paths:
+            with contextlib.suppress(Exception):
+                self._io.delete(path)
 
     def _task_schema(self, schema: pa.Schema) -> Schema:
         if self._source_schema is None or self._source_schema[0] != schema:

@@ -278,9 +278,8 @@ def copy_chunks(
     chunks: queue.Queue = queue.Queue(maxsize=1)
     cancel = threading.Event()
     procs: list[subprocess.Popen] = []
-    free: queue.SimpleQueue[bytearray] = (
-        queue.SimpleQueue()
-    )  # parsed chunks' buffers, for the reader to reuse
+    # parsed chunks' buffers, handed back for the reader to fill again
+    free: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
     psql = psql_binary() if dsn and snapshot_name else None
     target: Callable[..., None]
     if psql is not None:
