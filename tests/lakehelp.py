@@ -249,3 +249,13 @@ def _assert_same(lake: list[tuple], source: list[tuple], what: str) -> None:
     raise AssertionError(
         f"{what} differs from the source ({len(lake)} vs {len(source)} rows):\n  " + "\n  ".join(detail)
     )
+
+
+def use_reader(monkeypatch: Any, reader: str) -> None:
+    """Make the snapshot read through ``reader``: DuckDB (binary COPY, the default), psql or libpq (text)."""
+    from connectors.postgres import duckcopy, snapshot
+
+    if reader != "duckdb":  # as without the postgres extension
+        monkeypatch.setattr(duckcopy, "database", lambda: None)
+    if reader == "libpq":  # as without a psql binary
+        monkeypatch.setattr(snapshot, "psql_binary", lambda: None)

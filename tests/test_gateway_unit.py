@@ -228,3 +228,20 @@ def test_connectors_do_not_import_the_gateway() -> None:
             )
             for name in names:
                 assert not name.startswith(("gateway", "ingest", "lakegate")), f"{path} imports {name}"
+
+
+@pytest.mark.parametrize("password", ["s3cr3t", "'with space'"])
+def test_duckdb_connection_errors_do_not_show_the_password(password: str) -> None:
+    import duckdb
+
+    from connectors.duckdb.engine import clean_message, load_extensions
+
+    con = duckdb.connect()
+    load_extensions(con, ("postgres",))
+    dsn = f"host=127.0.0.1 port=1 user=x password={password} dbname=y"
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(f"ATTACH '{dsn.replace(chr(39), chr(39) * 2)}' AS s (TYPE postgres)")
+    assert password.strip("'") in str(info.value)  # DuckDB quotes the connection string whole
+    message = clean_message(str(info.value))
+    assert password.strip("'").split()[0] not in message and "password=***" in message
+    assert "127.0.0.1" in message  # the rest of what went wrong stays

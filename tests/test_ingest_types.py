@@ -8,6 +8,7 @@ from tests.lakehelp import (
     assert_lake_equals_source,
     make_settings,
     running_worker,
+    use_reader,
     wait_caught_up,
 )
 
@@ -55,12 +56,10 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("phase", ["snapshot", "snapshot-libpq", "stream"])
+@pytest.mark.parametrize("phase", ["snapshot", "snapshot-psql", "snapshot-libpq", "stream"])
 def test_type_round_trip(pg: psycopg.Connection, pg_dsn: str, lake_dir, phase: str, monkeypatch) -> None:
-    if phase == "snapshot-libpq":  # without a psql binary the snapshot reads COPY through libpq
-        from connectors.postgres import snapshot
-
-        monkeypatch.setattr(snapshot, "psql_binary", lambda: None)
+    if phase.startswith("snapshot-"):
+        use_reader(monkeypatch, phase.split("-")[1])
     pg.execute(TYPES_DDL)
     settings = make_settings(pg_dsn, lake_dir, ["public.all_types"])
     if phase.startswith("snapshot"):
@@ -90,4 +89,35 @@ def test_unsupported_type_is_refused_with_table_column_and_type(
     pg.execute("CREATE TABLE shapes (id int PRIMARY KEY, area point)")
     settings = make_settings(pg_dsn, lake_dir, ["public.shapes"])
     with pytest.raises(SourceConfigError, match=r"public\.shapes.*'area'.*point"):
+        Worker(settings).run()
+
+
+@pytest.mark.parametrize("reader", ["duckdb", "psql", "libpq"])
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("numeric(10,3)", "'NaN'", r"value 'NaN' cannot be stored as decimal\(10,3\)"),
+        ("timestamp", "'294276-12-31 23:59:59'", "after 294247 AD"),
+        ("timestamptz", "'294270-01-01 00:00:00+00'", "after 294247 AD"),
+    ],
+)
+def test_a_value_the_lake_cannot_hold_stops_the_snapshot_naming_table_column_and_value(
+    pg: psycopg.Connection,
+    pg_dsn: str,
+    lake_dir,
+    monkeypatch,
+    reader: str,
+    column: str,
+    value: str,
+    message: str,
+) -> None:
+    """Every reader refuses the same values with the same explanation (none stores something else instead:
+    DuckDB alone would read the NaN as 0 and wrap the timestamp around)."""
+    from connectors.postgres.types import ConversionError
+
+    use_reader(monkeypatch, reader)
+    pg.execute(f"CREATE TABLE odd (id int PRIMARY KEY, v {column})")
+    pg.execute(f"INSERT INTO odd VALUES (1, NULL), (2, {value})")
+    settings = make_settings(pg_dsn, lake_dir, ["public.odd"])
+    with pytest.raises(ConversionError, match=rf"table public\.odd, column 'v': .*{message}"):
         Worker(settings).run()

@@ -1,5 +1,8 @@
 """Mixed workloads: the lake equals the source row by row, through the state table and through the change log."""
 
+import threading
+import time
+
 import psycopg
 import pyarrow.parquet as pq
 import pytest
@@ -11,6 +14,7 @@ from tests.lakehelp import (
     lake_table,
     make_settings,
     running_worker,
+    use_reader,
     wait_caught_up,
 )
 
@@ -118,11 +122,16 @@ def test_state_table_after_fold_equals_source(pg: psycopg.Connection, pg_dsn: st
     assert rows == sorted(pg.execute("SELECT id, v FROM t").fetchall())
 
 
-def test_snapshot_in_many_chunks(pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch) -> None:
+@pytest.mark.parametrize("reader", ["duckdb", "psql"])
+def test_snapshot_in_many_chunks(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
+) -> None:
     from connectors.iceberg import datafiles
     from connectors.postgres import snapshot
 
+    use_reader(monkeypatch, reader)
     monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(snapshot, "CHUNK_ROWS", 700)
     monkeypatch.setattr(datafiles, "ROW_GROUP_ROWS", 1_000)
     pg.execute("CREATE TABLE wide (id int PRIMARY KEY, t text, n numeric(20,4))")
     pg.execute("INSERT INTO wide SELECT g, repeat('w', g % 50), g / 7.0 FROM generate_series(1, 20000) g")
@@ -139,10 +148,14 @@ def test_snapshot_in_many_chunks(pg: psycopg.Connection, pg_dsn: str, lake_dir, 
     assert table.changelog.current_snapshot().summary["added-records"] == "20000"
 
 
-def test_snapshot_row_longer_than_a_chunk(pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch) -> None:
-    """The reader's buffer is a chunk plus 1 MiB: a longer row makes it grow instead of being cut."""
+@pytest.mark.parametrize("reader", ["duckdb", "psql"])
+def test_snapshot_row_longer_than_a_chunk(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
+) -> None:
+    """psql's reader buffer is a chunk plus 1 MiB: a longer row makes it grow instead of being cut."""
     from connectors.postgres import snapshot
 
+    use_reader(monkeypatch, reader)
     monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
     pg.execute("CREATE TABLE long_rows (id int PRIMARY KEY, t text)")
     pg.execute("INSERT INTO long_rows SELECT g, repeat(chr(65 + g % 26), g) FROM generate_series(1, 2000) g")
@@ -182,3 +195,34 @@ def test_a_table_added_later_is_copied_while_the_others_resume(
         "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'lakegate_pg%'"
     ).fetchone()
     assert slots == (1,), "the temporary slot of the second copy must be gone"
+
+
+def test_an_abandoned_duckdb_snapshot_read_ends_its_postgresql_session(
+    pg: psycopg.Connection, pg_dsn: str, monkeypatch
+) -> None:
+    """A worker stopped mid-snapshot closes the chunk iterator: the read is interrupted, its session ends."""
+    from connectors.changes import TableRef
+    from connectors.postgres import introspect, snapshot
+
+    monkeypatch.setattr(snapshot, "CHUNK_ROWS", 1000)
+    pg.execute("CREATE TABLE many (id int PRIMARY KEY, t text)")
+    pg.execute("INSERT INTO many SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
+    with psycopg.connect(pg_dsn, autocommit=True) as exporter:
+        exporter.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        (name,) = exporter.execute("SELECT pg_export_snapshot()").fetchone()  # type: ignore[misc]
+        table = introspect.describe(pg, TableRef("public", "many"))
+        assert table is not None
+        _, codecs = introspect.lake_schema(
+            table.ref, table.columns, table.key, introspect.type_catalog(pg), "string"
+        )
+        chunks = snapshot.copy_chunks(pg, table, codecs, dsn=pg_dsn, snapshot_name=name)  # type: ignore[arg-type]
+        first = next(chunks)
+        assert first.num_rows == 1000 and first.column("id").to_pylist()[:3] == [1, 2, 3]
+        reading = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lakegate-snapshot'"
+        assert pg.execute(reading).fetchone() == (1,)
+        chunks.close()
+        deadline = time.monotonic() + 10
+        while pg.execute(reading).fetchone() != (0,):
+            assert time.monotonic() < deadline, "the abandoned read's session is still there"
+            time.sleep(0.05)
+    assert not [t for t in threading.enumerate() if t.name == "copy-public.many"]

@@ -99,8 +99,11 @@ def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway") -> str:
     return conninfo.make_conninfo("", **params)
 
 
-def _load_extensions(con: duckdb.DuckDBPyConnection) -> None:
+def load_extensions(con: duckdb.DuckDBPyConnection, wheels: tuple[str, ...] = ()) -> None:
+    """Load the extensions (all of :data:`EXTENSIONS`, or those of ``wheels``) into ``con``."""
     for wheel, name in EXTENSIONS:
+        if wheels and wheel not in wheels:
+            continue
         try:
             import duckdb_extensions
 
@@ -144,7 +147,7 @@ class DuckDBEngine:
         try:
             con = duckdb.connect(":memory:", config=settings)
             con.execute("SET TimeZone = 'UTC'")  # as in the PostgreSQL sessions (needs ICU, so after connect)
-            _load_extensions(con)
+            load_extensions(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)
@@ -344,9 +347,13 @@ _KINDS = {
 }
 
 
+_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s\"]+)", re.IGNORECASE)
+
+
 def clean_message(text: str) -> str:
-    """DuckDB's message without the ``LINE n:`` excerpt (it points into generated SQL, not the user's)."""
-    return _CONTEXT.sub("", text).strip()
+    """DuckDB's message without the ``LINE n:`` excerpt (it points into generated SQL, not the user's) and
+    without passwords (the postgres extension quotes the whole connection string when it cannot connect)."""
+    return _PASSWORD.sub(r"\1***", _CONTEXT.sub("", text)).strip()
 
 
 def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:

