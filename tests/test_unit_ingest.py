@@ -218,3 +218,47 @@ def test_data_file_stream_writes_one_file_and_refuses_partitioned_tables(tmp_pat
     partitioned = catalog.create_table("n.parted", schema, partition_spec=spec)
     with pytest.raises(LakeError, match="--resnapshot"):
         datafiles.DataFileStream(partitioned.transaction(), partitioned.io)
+
+
+def test_snapshot_commits_both_tables_and_a_failed_change_log_commit_keeps_the_committed_state(
+    tmp_path, monkeypatch
+) -> None:
+    """The state table commits beside the change log. If the change log's commit fails after the state's went
+    through, the state's files stay (it is committed) and the change log has no checkpoint, so that the table
+    is copied again; nothing else is left behind."""
+    from connectors.changes import Column, Position, TableRef, TableSchema
+    from connectors.iceberg import catalog as lake_catalog
+    from connectors.iceberg import writer
+
+    catalog = lake_catalog.open_catalog("t", f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
+    schema = TableSchema(TableRef("public", "t"), (Column("id", pa.int64(), "bigint", True),), ("id",))
+    lake = writer.LakeTable(catalog, schema)
+    lake.create()
+    rows = pa.table({"id": pa.array(range(1000), pa.int64())})
+
+    with lake.snapshot(Position(100), 1_700_000_000_000_000) as sink:
+        sink.write(rows)
+    lake.refresh()
+    assert lake.checkpoint() == Position(100) and lake.state_checkpoint() == Position(100)
+    assert lake.state is not None and lake.state.scan().to_arrow().num_rows == 1000
+
+    def fail() -> None:
+        raise OSError("the catalog went away")
+
+    monkeypatch.setattr(writer.SnapshotSink, "finish_changelog", lambda self: fail())
+    with (
+        pytest.raises(OSError, match="went away"),
+        lake.snapshot(Position(200), 1_700_000_000_000_001) as sink,
+    ):
+        sink.write(pa.table({"id": pa.array(range(5), pa.int64())}))
+    lake.refresh()
+    assert lake.checkpoint() == Position(100)  # the change log did not move: the table will be copied again
+    assert lake.state_checkpoint() == Position(200)
+    assert sorted(lake.state.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 3, 4]  # files intact
+    for table in (lake.state, lake.changelog):
+        for task in table.scan().plan_files():
+            assert table.io.new_input(task.file.file_path).exists()
+    import pyarrow.parquet as pq
+
+    leftovers = [pq.read_table(p) for p in (tmp_path / "wh" / "public" / "t__changelog").rglob("*.parquet")]
+    assert not [t for t in leftovers if "r" in t["_op"].to_pylist() and t.num_rows == 5], "aborted file kept"

@@ -356,17 +356,27 @@ class LakeTable:
 
     @contextmanager
     def snapshot(self, position: Position, commit_ts: int) -> Iterator[SnapshotSink]:
-        """Write an initial snapshot (replacing whatever the tables held) in one commit per table."""
+        """Write an initial snapshot (replacing whatever the tables held) in one commit per table.
+
+        The two tables are finished and committed side by side. Either may commit without the other: without
+        the change log's commit the table has no checkpoint and is copied again (replacing the state); without
+        the state's, folding the change log catches it up."""
         assert self.changelog is not None
         sink = SnapshotSink(self, position, commit_ts)
+        state: Future[None] | None = None
         try:
             with self.changelog.transaction() as ctxn:
                 sink.begin(ctxn)
                 yield sink
+                if self.state is not None:
+                    state = _COMMITS.submit(sink.commit_state)
                 sink.finish_changelog()
-            if self.state is not None:
-                sink.commit_state()
+            if state is not None:
+                state.result()
         except BaseException:
+            if state is not None:
+                with contextlib.suppress(Exception):
+                    state.result()
             sink.abort()
             raise
 
@@ -433,6 +443,7 @@ class SnapshotSink:
         self._state_txn: Transaction | None = None
         self._state_producer: Any = None
         self._streams: list[tuple[Transaction, DataFileStream, Future[None] | None]] = []
+        self._state_committed = False
 
     def begin(self, ctxn: Transaction) -> None:
         assert self.table.changelog is not None
@@ -493,14 +504,16 @@ class SnapshotSink:
         self._close(1, self._state_producer)
         self._state_producer.__exit__(None, None, None)
         self._state_txn.commit_transaction()
+        self._state_committed = True
 
     def abort(self) -> None:
-        """Wait for the encoders and delete the files they wrote (nothing was committed)."""
-        for _, stream, pending in self._streams:
+        """Wait for the encoders and delete the files they wrote, but those of a committed state table."""
+        for index, (_, stream, pending) in enumerate(self._streams):
             if pending is not None:
                 with contextlib.suppress(Exception):
                     pending.result()
-            stream.abort()
+            if not (index == 1 and self._state_committed):
+                stream.abort()
 
 
 def _stream_write(txn: Transaction, stream: DataFileStream, data: pa.Table) -> None:
@@ -510,6 +523,8 @@ def _stream_write(txn: Transaction, stream: DataFileStream, data: pa.Table) -> N
 
 # one thread per table being encoded (a snapshot writes the state and the change log)
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lakegate-snapshot-writer")
+# the state table's snapshot commit, beside the change log's
+_COMMITS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-snapshot-commit")
 
 
 def _repeat(value: object, n: int, typ: pa.DataType) -> pa.Array:
