@@ -58,26 +58,28 @@ def copy_query(table: SourceTable, columns: list[str]) -> sql.Composed:
     return sql.SQL("COPY {} ({}) TO STDOUT").format(ident, cols)
 
 
-def parse_text(data: bytes | bytearray, columns: list[str]) -> pa.Table:
-    """COPY text format -> a table of string columns (``\\N`` is NULL; escapes undone)."""
+def parse_text(data: bytes | bytearray, columns: list[str], end: int | None = None) -> pa.Table:
+    """COPY text format (``data`` up to ``end``) -> a table of string columns (``\\N`` is NULL; escapes undone)."""
+    end = len(data) if end is None else end
+    raw = pa.py_buffer(data).slice(0, end)
     try:
-        table = _read_tsv(data, columns, 2**20)
+        table = _read_tsv(raw, columns, 2**20)
     except pa.ArrowInvalid as exc:
         if "straddl" not in str(exc):
             raise
-        table = _read_tsv(data, columns, len(data) + 1)  # a row longer than a parse block: one block
+        table = _read_tsv(raw, columns, end + 1)  # a row longer than a parse block: one block
     # COPY escapes only backslashes and control characters: most chunks have none, and one search of the raw
     # bytes (memchr speed) spares a search per column
-    escaped = b"\\" in data
+    escaped = data.find(b"\\", 0, end) >= 0
     columns_out = [table[c].combine_chunks() for c in columns]
     if escaped:
         columns_out = [_unescape(values) for values in columns_out]
     return pa.Table.from_arrays(columns_out, names=columns)
 
 
-def _read_tsv(data: bytes | bytearray, columns: list[str], block_size: int) -> pa.Table:
+def _read_tsv(data: pa.Buffer, columns: list[str], block_size: int) -> pa.Table:
     return pacsv.read_csv(
-        pa.BufferReader(pa.py_buffer(data)),
+        pa.BufferReader(data),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
         parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
         convert_options=pacsv.ConvertOptions(
@@ -152,15 +154,16 @@ def _put(out: queue.Queue, item: object, cancel: threading.Event) -> None:
 
 def _buffer(free: queue.SimpleQueue[bytearray], size: int) -> bytearray:
     """A buffer of at least ``size`` plus a row's slack: a recycled one when there is one (fresh memory costs a
-    page fault per 4 KiB, which dominated the snapshot's system time), else a new one."""
+    page fault per 4 KiB, which dominated the snapshot's system time), else a new one.
+
+    Buffers are never resized: pyarrow may release its export of a parsed buffer only a little later (from one
+    of its threads), and resizing an exported bytearray raises BufferError."""
     size += 1 << 20
     try:
         buffer = free.get_nowait()
     except queue.Empty:
         return bytearray(size)
-    if len(buffer) < size:
-        buffer.extend(bytes(size - len(buffer)))
-    return buffer
+    return buffer if len(buffer) >= size else bytearray(size)
 
 
 def psql_binary() -> Path | None:
@@ -227,12 +230,14 @@ def _read_psql(
         with contextlib.suppress(OSError):  # a larger pipe: fewer, larger reads (Linux; best effort)
             fcntl.fcntl(raw.fileno(), _F_SETPIPE_SZ, 1 << 20)
         # read straight into a chunk-sized buffer; a full chunk is cut after its last row and handed over
-        # whole (no copy), the partial row after the cut starts the next buffer
+        # (buffer, end of its last row) without a copy; the partial row after the cut starts the next buffer
         buffer = _buffer(free, chunk_bytes)
         filled = 0
         while not cancel.is_set():
-            if filled == len(buffer):  # a row longer than the buffer: make room
-                buffer.extend(bytes(len(buffer)))
+            if filled == len(buffer):  # a row longer than the buffer: a larger one
+                larger = bytearray(2 * len(buffer))
+                larger[:filled] = buffer
+                buffer = larger
             with memoryview(buffer) as view:  # up to a chunk; past it only to complete the last row
                 n = raw.readinto(view[filled : chunk_bytes if filled < chunk_bytes else len(buffer)])
             filled += n
@@ -244,8 +249,7 @@ def _read_psql(
             if cut:
                 following = _buffer(free, max(chunk_bytes, filled - cut))
                 following[: filled - cut] = buffer[cut:filled]
-                del buffer[cut:]
-                _put(out, buffer, cancel)
+                _put(out, (buffer, cut), cancel)
                 buffer, filled = following, filled - cut
             if not n:
                 break
@@ -314,9 +318,13 @@ def copy_chunks(
         while (item := chunks.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
-            text = parse_text(item, columns)  # copies the values: the buffer can be filled again
-            if isinstance(item, bytearray):
-                free.put(item)
+            if isinstance(item, tuple):  # psql's (buffer, end of its last row): the buffer is recycled
+                text = parse_text(
+                    item[0], columns, item[1]
+                )  # copies the values: the buffer can be filled again
+                free.put(item[0])
+            else:
+                text = parse_text(item, columns)
             yield convert(text, codecs, str(table.ref))
     finally:
         cancel.set()
