@@ -121,3 +121,29 @@ def test_a_value_the_lake_cannot_hold_stops_the_snapshot_naming_table_column_and
     settings = make_settings(pg_dsn, lake_dir, ["public.odd"])
     with pytest.raises(ConversionError, match=rf"table public\.odd, column 'v': .*{message}"):
         Worker(settings).run()
+
+
+@pytest.mark.parametrize("reader", ["duckdb", "psql"])
+def test_text_of_types_whose_cast_to_text_is_not_their_output(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
+) -> None:
+    """char(n) keeps its padding, inet/cidr their short form, "char" and name their text, boolean arrays t/f, and a
+    domain over char(n) its padding: the lake holds what COPY's text format shows, whichever reader copies."""
+    use_reader(monkeypatch, reader)
+    pg.execute("CREATE DOMAIN code AS char(4)")
+    pg.execute(
+        'CREATE TABLE texts (id int PRIMARY KEY, c char(6), ip inet, net cidr, ch "char", nm name, ba bool[], '
+        "dc code, ca char(3)[])"
+    )
+    pg.execute(
+        "INSERT INTO texts VALUES (1, 'ab', '10.0.0.1', '10.0.0.0/8', 'x', 'a name', '{t,f,NULL}', 'z', '{a,bb}'), "
+        "(2, NULL, '::1', '2001:db8::/32', NULL, NULL, '{}', NULL, NULL), "
+        "(3, '', '192.168.1.5/24', '192.168.1.0/24', 'y', '', NULL, '', '{\"\"}')"
+    )
+    settings = make_settings(pg_dsn, lake_dir, ["public.texts"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.texts")
+    rows = {r["id"]: r for r in table.state.scan().to_arrow().to_pylist()}
+    assert rows[1]["c"] == "ab    " and rows[1]["ip"] == "10.0.0.1" and rows[1]["dc"] == "z   "
+    assert rows[1]["ba"] == [True, False, None] and rows[3]["ip"] == "192.168.1.5/24"

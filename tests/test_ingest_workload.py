@@ -226,3 +226,30 @@ def test_an_abandoned_duckdb_snapshot_read_ends_its_postgresql_session(
             assert time.monotonic() < deadline, "the abandoned read's session is still there"
             time.sleep(0.05)
     assert not [t for t in threading.enumerate() if t.name == "copy-public.many"]
+
+
+@pytest.mark.parametrize("reader", ["duckdb", "psql"])
+def test_a_partitioned_table_is_copied_and_streamed_as_one_table(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
+) -> None:
+    use_reader(monkeypatch, reader)
+    pg.execute(
+        "CREATE TABLE events (id int, day date, v text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day)"
+    )
+    pg.execute("CREATE TABLE events_h1 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO ('2024-07-01')")
+    pg.execute("CREATE TABLE events_h2 PARTITION OF events FOR VALUES FROM ('2024-07-01') TO ('2025-01-01')")
+    pg.execute(
+        "INSERT INTO events SELECT g, date '2024-01-01' + g % 360, 'v' || g FROM generate_series(1, 5000) g"
+    )
+    settings = make_settings(pg_dsn, lake_dir, ["public.events"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+        pg.execute("UPDATE events SET v = 'changed' WHERE id % 7 = 0")
+        pg.execute(
+            "UPDATE events SET day = '2024-12-31' WHERE id = 10"
+        )  # moves the row to the other partition
+        pg.execute("DELETE FROM events WHERE id % 11 = 0")
+        pg.execute("INSERT INTO events VALUES (9001, '2024-12-31', 'late')")
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.events")
+    assert table.changelog.scan(row_filter="_op == 'r'").to_arrow().num_rows == 5000

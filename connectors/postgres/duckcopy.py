@@ -82,17 +82,35 @@ def database() -> duckdb.DuckDBPyConnection | None:
         return _database[0]
 
 
+# types whose cast to text is a function other than their output function (char(n) trims its padding, inet shows
+# the netmask, boolean spells itself out...), and domains, which take their base type's casts
+_CAST_IS_NOT_OUTPUT = """
+SELECT t.oid::int8 FROM pg_catalog.pg_type t
+WHERE t.oid = ANY(%s) AND (t.typtype = 'd' OR EXISTS (
+    SELECT FROM pg_catalog.pg_cast c
+    WHERE c.castsource = t.oid AND c.casttarget = 'pg_catalog.text'::pg_catalog.regtype AND c.castmethod = 'f'))
+"""
+
+
 def select_sql(conn: psycopg.Connection, table: SourceTable) -> str:
-    """The query whose rows DuckDB reads: native columns as they are, the others as their text output."""
+    """The query whose rows DuckDB reads: native columns as they are, the others as their output function's text,
+    as COPY's text format has it: ``::text`` where that cast is an I/O conversion (cheap for the server), else
+    ``format('%s', col)``, which always calls the output function."""
+    others = [c.type_oid for c in table.columns if c.type_oid not in NATIVE]
+    formatted = (
+        {oid for (oid,) in conn.execute(_CAST_IS_NOT_OUTPUT, (others,)).fetchall()} if others else set()
+    )
     items: list[sql.Composable] = []
     for column in table.columns:
         ident = sql.Identifier(column.name)
         if column.type_oid in NATIVE:
             items.append(ident)
-        else:  # the output function, as COPY's text format uses it (``::text`` would trim char(n), reformat inet)
+        elif column.type_oid in formatted:
             items.append(
                 sql.SQL("CASE WHEN {0} IS NULL THEN NULL ELSE format('%s', {0}) END AS {0}").format(ident)
             )
+        else:
+            items.append(sql.SQL("{0}::pg_catalog.text AS {0}").format(ident))
     query = sql.SQL("SELECT {} FROM {}").format(
         sql.SQL(", ").join(items), sql.Identifier(table.ref.schema, table.ref.name)
     )
