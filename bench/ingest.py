@@ -9,8 +9,10 @@ machine in the same minute. Prints a markdown table (the one in README.md).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,6 +112,19 @@ def copy_baseline(dsn: str, table: str) -> tuple[int, float]:
         while pgconn.get_result() is not None:
             pass
     return rows, t["seconds"]
+
+
+def snapshot_run(root: Path, dsn: str, table: str) -> tuple[int, float, int]:
+    """One worker copying ``table`` into a lake of its own: (rows, seconds as the worker logs them, peak RSS)."""
+    root.mkdir()
+    slot = f"lakegate_{root.name.replace('-', '_')}"
+    worker = Worker(config(root, dsn, table, slot), root / "worker.log")
+    done = worker.wait_for(rf"snapshot of public\.{table}: done, ([\d,]+) rows in ([\d.]+)s")
+    rss = worker.stop()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+    shutil.rmtree(root)
+    return int(done.group(1).replace(",", "")), float(done.group(2)), rss
 
 
 def raw_stream(dsn: str, slot: str, publication: str, changes: int) -> float:
@@ -218,6 +233,10 @@ def main() -> None:
                 for start in range(1, size + 1, 500_000):
                     conn.execute(FILL.format(f"snap_{size}"), (start, min(size, start + 499_999)))
                 conn.execute(f"VACUUM ANALYZE snap_{size}")
+            # write the fill out now: the kernel flushing a gigabyte of dirty pages in the background would
+            # compete with whatever is measured first
+            conn.execute("CHECKPOINT")
+        os.sync()
 
         # 1. initial snapshot vs COPY TO STDOUT, discarded
         snap_rss = 0
@@ -227,10 +246,9 @@ def main() -> None:
                 copy_baseline(dsn, table) for _ in range(3)
             ]  # the median of three: the first reads cold pages
             copied, copy_seconds = sorted(runs, key=lambda r: r[1])[1]
-            worker = Worker(config(root, dsn, table, f"lakegate_{table}"), root / f"{table}.log")
-            done = worker.wait_for(rf"snapshot of public\.{table}: done, ([\d,]+) rows in ([\d.]+)s")
-            snap_rss = max(snap_rss, worker.stop())
-            snap_rows, snap_seconds = int(done.group(1).replace(",", "")), float(done.group(2))
+            snaps = [snapshot_run(root / f"{table}-{run}", dsn, table) for run in range(3)]  # the median, too
+            snap_rows, snap_seconds, _ = sorted(snaps, key=lambda r: r[1])[1]
+            snap_rss = max([snap_rss] + [rss for _, _, rss in snaps])
             assert snap_rows == copied == size
             results.append(
                 (

@@ -40,22 +40,13 @@ from connectors.postgres.types import INT64_INF, Codec, ConversionError
 
 log = logging.getLogger(__name__)
 
-#: built-in type oid -> the Arrow type DuckDB delivers for it (the lake type, up to a cast that keeps every value)
-NATIVE: dict[int, pa.DataType] = {
-    16: pa.bool_(),  # bool
-    20: pa.int64(),  # int8
-    21: pa.int16(),  # int2 (int in the lake)
-    23: pa.int32(),  # int4
-    700: pa.float32(),  # float4
-    701: pa.float64(),  # float8
-    25: pa.string(),  # text
-    1043: pa.string(),  # varchar
-    17: pa.binary(),  # bytea
-    1082: pa.date32(),  # date
-    1114: pa.timestamp("us"),  # timestamp
-    1184: pa.timestamp("us", tz="UTC"),  # timestamptz
-}
-_WRAPPED_BELOW = -(2**62)  # PostgreSQL's earliest timestamp is -2.1e17 µs; a wrapped one lies below -9.2e18
+#: built-in types read natively: bool, int8, int2, int4, float4, float8, text, varchar, bytea, date, timestamp,
+#: timestamptz (DuckDB delivers them as the lake's Arrow types, int2 as int16 and timestamptz zoned Etc/UTC: a cast
+#: to the lake type keeps every value)
+NATIVE = frozenset({16, 20, 21, 23, 700, 701, 25, 1043, 17, 1082, 1114, 1184})
+# PostgreSQL's earliest timestamp is -2.1e17 µs since 1970; one past 294247 AD comes out of DuckDB wrapped around,
+# below -9.2e18. The one exception: a timestamp exactly 2**63 + 1 µs after 1970 wraps onto -infinity itself.
+_WRAPPED_BELOW = -(2**62)
 
 
 _lock = threading.Lock()
