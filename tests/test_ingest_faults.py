@@ -16,6 +16,7 @@ from tests.lakehelp import (
     lake_table,
     make_settings,
     running_worker,
+    use_reader,
     wait_caught_up,
     wait_for,
 )
@@ -277,3 +278,34 @@ def test_a_huge_transaction_is_flushed_in_parts_and_survives_a_kill_between_them
     assert [lsn for lsn, _ in stamps()].count(big_lsn) >= 3, (
         "the big transaction should be committed in parts"
     )
+
+
+@pytest.mark.parametrize("reader", ["duckdb", "psql"])
+def test_a_snapshot_whose_copy_is_cut_off_is_copied_again(
+    pg, pg_dsn, lake_dir, monkeypatch, reader: str
+) -> None:
+    """The COPY's session dies mid-snapshot: the worker retries, copies the table again, and the lake is exact."""
+    from connectors.postgres import snapshot
+
+    use_reader(monkeypatch, reader)
+    monkeypatch.setattr(
+        snapshot, "CHUNK_ROWS", 500
+    )  # many small chunks: the copy takes long enough to be hit
+    monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
+    pg.execute("CREATE TABLE big (id int PRIMARY KEY, t text)")
+    pg.execute("INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(1, 300000) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.big"])
+    copying = (
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE backend_type = 'client backend' AND query ILIKE 'COPY%big%' AND pid <> pg_backend_pid()"
+    )
+    with running_worker(settings):
+        deadline = time.monotonic() + 30
+        while not pg.execute(copying).fetchall():
+            assert time.monotonic() < deadline, "never saw the snapshot's COPY"
+            time.sleep(0.02)
+        wait_caught_up(pg, timeout=120)
+        pg.execute("UPDATE big SET t = 'after' WHERE id % 1000 = 0")
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.big")
+    assert table.changelog.scan(row_filter="_op == 'r'").to_arrow().num_rows == 300000  # one copy committed
