@@ -253,3 +253,47 @@ def test_a_partitioned_table_is_copied_and_streamed_as_one_table(
         wait_caught_up(pg)
     table = assert_lake_equals_source(pg, settings, "public.events")
     assert table.changelog.scan(row_filter="_op == 'r'").to_arrow().num_rows == 5000
+
+
+@pytest.mark.parametrize("reader", ["duckdb", "psql"])
+def test_odd_table_and_column_names_are_copied(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
+) -> None:
+    """Names that differ only in case, reserved words, spaces and quotes (DuckDB compares names without case)."""
+    use_reader(monkeypatch, reader)
+    pg.execute(
+        'CREATE TABLE "Odd Table" ("ID" int PRIMARY KEY, id int, "select" text, "with space" numeric(5,1), '
+        '"quote""d" date)'
+    )
+    pg.execute("INSERT INTO \"Odd Table\" VALUES (1, 10, 'a', 1.5, '2024-01-01'), (2, 20, NULL, NULL, NULL)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.Odd Table"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.Odd Table")
+    assert [f.name for f in table.state.schema().fields][:5] == [
+        "ID",
+        "id",
+        "select",
+        "with space",
+        'quote"d',
+    ]
+
+
+def test_a_table_duckdb_cannot_read_is_copied_through_the_text_reader(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, caplog
+) -> None:
+    """A DuckDB error that is not a lost connection (here a binder error, as duplicate names once caused) before
+    the first chunk: that table is copied through the text reader, with a warning, instead of retried forever."""
+    from connectors.postgres import duckcopy
+
+    select_sql = duckcopy.select_sql
+    monkeypatch.setattr(
+        duckcopy, "select_sql", lambda conn, table: select_sql(conn, table).replace('AS "c1"', 'AS "C0"')
+    )
+    pg.execute("CREATE TABLE plain (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO plain SELECT g, 'v' || g FROM generate_series(1, 1000) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.plain"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.plain")
+    assert "DuckDB cannot read public.plain" in caplog.text and "duplicate column name" in caplog.text

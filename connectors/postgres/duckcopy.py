@@ -33,12 +33,17 @@ import pyarrow.compute as pc
 from psycopg import conninfo, sql
 
 from connectors.duckdb.engine import clean_message, load_extensions, sql_string
-from connectors.errors import ConnectionLost
+from connectors.errors import ConnectionLost, ConnectorError
 from connectors.postgres.connection import connect_kwargs
 from connectors.postgres.introspect import SourceColumn, SourceTable
 from connectors.postgres.types import INT64_INF, Codec, ConversionError
 
 log = logging.getLogger(__name__)
+
+
+class ReadError(ConnectorError):
+    """DuckDB could not read the table (not a lost connection): the text readers can."""
+
 
 #: built-in types read natively: bool, int8, int2, int4, float4, float8, text, varchar, bytea, date, timestamp,
 #: timestamptz (DuckDB delivers them as the lake's Arrow types, int2 as int16 and timestamptz zoned Etc/UTC: a cast
@@ -92,16 +97,16 @@ def select_sql(conn: psycopg.Connection, table: SourceTable) -> str:
         {oid for (oid,) in conn.execute(_CAST_IS_NOT_OUTPUT, (others,)).fetchall()} if others else set()
     )
     items: list[sql.Composable] = []
-    for column in table.columns:
+    for index, column in enumerate(table.columns):
         ident = sql.Identifier(column.name)
         if column.type_oid in NATIVE:
-            items.append(ident)
+            item: sql.Composable = ident
         elif column.type_oid in formatted:
-            items.append(
-                sql.SQL("CASE WHEN {0} IS NULL THEN NULL ELSE format('%s', {0}) END AS {0}").format(ident)
-            )
+            item = sql.SQL("CASE WHEN {0} IS NULL THEN NULL ELSE format('%s', {0}) END").format(ident)
         else:
-            items.append(sql.SQL("{0}::pg_catalog.text AS {0}").format(ident))
+            item = sql.SQL("{0}::pg_catalog.text").format(ident)
+        # columns are taken by position: DuckDB refuses names that differ only in case ("ID" and id)
+        items.append(sql.SQL("{} AS {}").format(item, sql.Identifier(f"c{index}")))
     query = sql.SQL("SELECT {} FROM {}").format(
         sql.SQL(", ").join(items), sql.Identifier(table.ref.schema, table.ref.name)
     )
@@ -146,10 +151,14 @@ def read(
             reader.close()
             reader = None
             con.execute("ROLLBACK")
-        except (duckdb.Error, pa.ArrowException, OSError) as exc:
+        except (duckdb.IOException, duckdb.ConnectionException, OSError) as exc:  # server gone, session ended
             if cancel.is_set():
                 return
             raise ConnectionLost(f"COPY through DuckDB failed: {clean_message(str(exc))}") from exc
+        except (duckdb.Error, pa.ArrowException) as exc:
+            if cancel.is_set():
+                return
+            raise ReadError(clean_message(str(exc))) from exc
         put(None)
     except BaseException as exc:  # handed to the consuming thread
         put(exc)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import queue
 import re
@@ -36,6 +37,8 @@ from connectors.errors import ConnectionLost
 from connectors.postgres import duckcopy
 from connectors.postgres.introspect import SourceTable
 from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
+
+log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 4 * 2**20
 CHUNK_ROWS = 131072  #: rows per chunk when DuckDB reads (the data files' row group size)
@@ -287,7 +290,18 @@ def copy_chunks(
     binary COPY in that snapshot instead (chunks of CHUNK_ROWS rows), or else a psql process, when there is one."""
     if dsn and snapshot_name and duckcopy.database() is not None:
         yield from _duckdb_chunks(conn, table, codecs, dsn, snapshot_name)
-        return
+    else:
+        yield from _text_chunks(conn, table, codecs, chunk_bytes, dsn, snapshot_name)
+
+
+def _text_chunks(
+    conn: psycopg.Connection,
+    table: SourceTable,
+    codecs: Mapping[str, Codec],
+    chunk_bytes: int | None,
+    dsn: str | None,
+    snapshot_name: str | None,
+) -> Iterator[pa.Table]:
     columns = [c.name for c in table.columns]
     query = copy_query(table, columns).as_bytes(conn)
     chunks: queue.Queue = queue.Queue(maxsize=1)
@@ -358,10 +372,18 @@ def _duckdb_chunks(
         daemon=True,
     )
     reader.start()
+    delivered = False
     try:
         while (item := chunks.get()) is not None:
+            if isinstance(item, duckcopy.ReadError) and not delivered:
+                log.warning(
+                    "DuckDB cannot read %s (%s); copying it through the text reader instead", table.ref, item
+                )
+                yield from _text_chunks(conn, table, codecs, None, dsn, snapshot_name)
+                return
             if isinstance(item, BaseException):
                 raise item
+            delivered = True
             yield duckcopy.to_lake(item, table.columns, codecs, str(table.ref))
     finally:
         cancel.set()
