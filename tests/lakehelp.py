@@ -88,6 +88,11 @@ def wait_caught_up(conn: psycopg.Connection, slot: str = "lakegate_pg", timeout:
 
     deadline = time.monotonic() + timeout
     wait_for(lambda: all(w.streaming.is_set() for w, _ in _ACTIVE), timeout, "the worker to start streaming")
+    # the test server commits asynchronously: WAL that no commit flushed (the slot's own snapshot record, say)
+    # waits for the WAL writer, which may sleep for many seconds; a synchronous commit flushes it now
+    with conn.transaction():
+        conn.execute("SET LOCAL synchronous_commit = on")
+        conn.execute("SELECT txid_current()")
     target = current_wal(conn)
     while time.monotonic() < deadline:
         _check_workers()

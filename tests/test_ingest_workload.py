@@ -297,3 +297,30 @@ def test_a_table_duckdb_cannot_read_is_copied_through_the_text_reader(
         wait_caught_up(pg)
     assert_lake_equals_source(pg, settings, "public.plain")
     assert "DuckDB cannot read public.plain" in caplog.text and "duplicate column name" in caplog.text
+
+
+def test_wide_rows_are_read_in_batches_sized_by_bytes_and_converted_in_slices(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch
+) -> None:
+    """DuckDB's batches are sized from the rows' estimated size (not a fixed row count that would hold GiBs of
+    640 kB documents), and a batch larger than SLICE_BYTES is converted a slice at a time."""
+    from connectors.postgres import duckcopy
+
+    sizes: list[int] = []
+    batch_rows = duckcopy.batch_rows
+
+    def spy(*args: object) -> int:
+        sizes.append(batch_rows(*args))  # type: ignore[arg-type]
+        return sizes[-1]
+
+    monkeypatch.setattr(duckcopy, "batch_rows", spy)
+    monkeypatch.setattr(duckcopy, "SLICE_BYTES", 2**20)
+    pg.execute("CREATE TABLE documents (id int PRIMARY KEY, doc text, price numeric(10,2))")
+    pg.execute(
+        "INSERT INTO documents SELECT g, repeat(md5(g::text), 20000), g / 4.0 FROM generate_series(1, 60) g"
+    )
+    settings = make_settings(pg_dsn, lake_dir, ["public.documents"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    assert_lake_equals_source(pg, settings, "public.documents")
+    assert sizes and 16 <= sizes[0] <= 100, sizes  # 32 MiB of 640 kB rows

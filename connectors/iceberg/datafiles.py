@@ -85,6 +85,7 @@ class DataFileStream:
         self._bytes = 0  #: Arrow bytes in the current file (pyiceberg's measure of the target size, too)
         self._pending: list[pa.Table] = []  #: chunks gathered for the next row group
         self._pending_rows = 0
+        self._pending_bytes = 0
         self._source_schema: tuple[pa.Schema, Schema] | None = None
         self.files: list[DataFile] = []
         self._paths: list[str] = []
@@ -105,10 +106,11 @@ class DataFileStream:
         ]
         self._pending.append(pa.Table.from_batches(batches))
         self._pending_rows += data.num_rows
+        self._pending_bytes += data.nbytes
         self._bytes += data.nbytes
         if self._bytes >= self._target:
             self._finish()  # writes the gathered chunks first
-        elif self._pending_rows >= ROW_GROUP_ROWS:
+        elif self._pending_rows >= ROW_GROUP_ROWS or self._pending_bytes >= ROW_GROUP_BYTES:
             self._flush()
 
     def _flush(self) -> None:
@@ -116,7 +118,7 @@ class DataFileStream:
         if not self._pending:
             return
         table = pa.concat_tables(self._pending)
-        self._pending, self._pending_rows = [], 0
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         if self._writer is None:
             self._open(table)
         assert self._writer is not None
@@ -205,6 +207,7 @@ class DataFileStream:
 
 DICTIONARY_SAMPLE = 65536
 ROW_GROUP_ROWS = 131072  #: chunks are gathered to at least this many rows per row group
+ROW_GROUP_BYTES = 128 * 2**20  #: ... or this much Arrow data (wide rows: memory stays bounded)
 
 
 def dictionary_columns(data: pa.Table) -> list[str]:

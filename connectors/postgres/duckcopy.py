@@ -24,7 +24,7 @@ import contextlib
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import duckdb
 import psycopg
@@ -66,7 +66,8 @@ def database() -> duckdb.DuckDBPyConnection | None:
     with _lock:
         if not _database:
             try:
-                con = duckdb.connect(":memory:", config={"threads": 1})
+                # large Arrow buffers: a batch's text may pass 2 GiB (batches are sized by estimate)
+                con = duckdb.connect(":memory:", config={"threads": 1, "arrow_large_buffer_size": True})
                 load_extensions(con, ("postgres",))
             except Exception as exc:  # no wheel for this platform and no network: the text path reads instead
                 log.warning(
@@ -111,6 +112,24 @@ def select_sql(conn: psycopg.Connection, table: SourceTable) -> str:
         sql.SQL(", ").join(items), sql.Identifier(table.ref.schema, table.ref.name)
     )
     return query.as_string(conn)
+
+
+def batch_rows(conn: psycopg.Connection, table: SourceTable, target_bytes: int, most: int) -> int:
+    """Rows per batch for about ``target_bytes`` each: the larger of two estimates of a row's size, the text of
+    the first 200 rows (TOASTed values decompressed: sizes on disk can be a hundredth of what is read) and, for
+    a table that has been analysed, its total size on disk (TOAST included) per row."""
+    ident = sql.Identifier(table.ref.schema, table.ref.name)
+    sample = sql.SQL(
+        "SELECT avg(pg_catalog.octet_length(s::pg_catalog.text))::float8 FROM (SELECT * FROM {} LIMIT 200) s"
+    ).format(ident)
+    total = (
+        "SELECT (pg_catalog.pg_total_relation_size(c.oid) / c.reltuples)::float8 "
+        "FROM pg_catalog.pg_class c WHERE c.oid = %s AND c.reltuples > 0"
+    )
+    sampled = conn.execute(sample).fetchone()
+    analysed = conn.execute(total, (table.oid,)).fetchone()
+    row = max(1.0, (sampled or (None,))[0] or 0.0, (analysed or (None,))[0] or 0.0)
+    return int(min(most, max(16, target_bytes // row)))
 
 
 def _attach_dsn(dsn: str) -> str:
@@ -173,23 +192,37 @@ def read(
         con.close()
 
 
+SLICE_BYTES = (
+    256 * 2**20
+)  #: a larger batch is converted in slices (codecs make regular, 2 GiB-bounded arrays)
+
+
 def to_lake(
     batch: pa.RecordBatch, columns: Sequence[SourceColumn], codecs: Mapping[str, Codec], table: str
-) -> pa.Table:
-    """A batch as DuckDB delivered it -> the lake's Arrow types (text columns through their codecs)."""
-    arrays = []
-    for column, values in zip(columns, batch.columns, strict=True):
-        codec = codecs[column.name]
-        try:
-            if column.type_oid in NATIVE:
-                if pa.types.is_timestamp(values.type):
-                    _check_range(values)
-                arrays.append(values.cast(codec.arrow_type))
-            else:
-                arrays.append(codec.convert(values))
-        except ConversionError as exc:
-            raise ConversionError(f"table {table}, column {column.name!r}: {exc}") from exc
-    return pa.Table.from_arrays(arrays, names=[c.name for c in columns])
+) -> Iterator[pa.Table]:
+    """A batch as DuckDB delivered it -> tables in the lake's Arrow types (text columns through their codecs).
+
+    Text and bytea stay in DuckDB's large Arrow types, which the lake's own schema uses as well."""
+    step = batch.num_rows
+    if batch.nbytes > SLICE_BYTES:
+        step = max(1, batch.num_rows * SLICE_BYTES // batch.nbytes)
+    for start in range(0, batch.num_rows, step):
+        piece = batch.slice(start, step) if step < batch.num_rows else batch
+        arrays = []
+        for column, values in zip(columns, piece.columns, strict=True):
+            codec = codecs[column.name]
+            try:
+                if column.type_oid not in NATIVE:
+                    arrays.append(codec.convert(values))
+                elif pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type):
+                    arrays.append(values)
+                else:
+                    if pa.types.is_timestamp(values.type):
+                        _check_range(values)
+                    arrays.append(values.cast(codec.arrow_type))
+            except ConversionError as exc:
+                raise ConversionError(f"table {table}, column {column.name!r}: {exc}") from exc
+        yield pa.Table.from_arrays(arrays, names=[c.name for c in columns])
 
 
 def _check_range(values: pa.Array) -> None:

@@ -41,7 +41,9 @@ from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 4 * 2**20
-CHUNK_ROWS = 131072  #: rows per chunk when DuckDB reads (the data files' row group size)
+CHUNK_ROWS = (
+    131072  #: rows per chunk at most when DuckDB reads (the data files' row group size), ~32 MiB at most
+)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
@@ -363,7 +365,7 @@ def _duckdb_chunks(
             dsn,
             snapshot_name,
             duckcopy.select_sql(conn, table),
-            CHUNK_ROWS,
+            duckcopy.batch_rows(conn, table, 8 * CHUNK_BYTES, CHUNK_ROWS),
             lambda item: _put(chunks, item, cancel),
             cancel,
             connections,
@@ -384,7 +386,7 @@ def _duckdb_chunks(
             if isinstance(item, BaseException):
                 raise item
             delivered = True
-            yield duckcopy.to_lake(item, table.columns, codecs, str(table.ref))
+            yield from duckcopy.to_lake(item, table.columns, codecs, str(table.ref))
     finally:
         cancel.set()
         if reader.is_alive():
