@@ -245,9 +245,8 @@ def test_a_partitioned_table_is_copied_and_streamed_as_one_table(
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("UPDATE events SET v = 'changed' WHERE id % 7 = 0")
-        pg.execute(
-            "UPDATE events SET day = '2024-12-31' WHERE id = 10"
-        )  # moves the row to the other partition
+        # moves the row to the other partition
+        pg.execute("UPDATE events SET day = '2024-12-31' WHERE id = 10")
         pg.execute("DELETE FROM events WHERE id % 11 = 0")
         pg.execute("INSERT INTO events VALUES (9001, '2024-12-31', 'late')")
         wait_caught_up(pg)
