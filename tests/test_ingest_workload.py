@@ -4,6 +4,7 @@ import threading
 import time
 
 import psycopg
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -323,3 +324,38 @@ def test_wide_rows_are_read_in_batches_sized_by_bytes_and_converted_in_slices(
         wait_caught_up(pg)
     assert_lake_equals_source(pg, settings, "public.documents")
     assert sizes and 16 <= sizes[0] <= 100, sizes  # 32 MiB of 640 kB rows
+
+
+def test_a_duckdb_failure_part_way_copies_the_table_again_through_the_text_reader(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, caplog
+) -> None:
+    """A DuckDB error that is not a lost connection after chunks were written: the partial snapshot is aborted
+    and the retry reads text (a deterministic error is not retried forever, and nothing is written twice)."""
+    from connectors.postgres import duckcopy, snapshot
+
+    monkeypatch.setattr(snapshot, "_TEXT_ONLY", set())
+    monkeypatch.setattr(snapshot, "CHUNK_ROWS", 1000)
+    read = duckcopy.read
+
+    def failing_after_one_batch(dsn, name, query, rows, put, cancel, connections) -> None:  # type: ignore[no-untyped-def]
+        sent = []
+
+        def put_then_fail(item: object) -> None:
+            if sent and isinstance(item, pa.RecordBatch):
+                put(duckcopy.ReadError("Conversion Error: simulated, after the first batch"))
+                cancel.wait(10)
+                return
+            sent.append(item)
+            put(item)
+
+        read(dsn, name, query, rows, put_then_fail, cancel, connections)
+
+    monkeypatch.setattr(duckcopy, "read", failing_after_one_batch)
+    pg.execute("CREATE TABLE halfway (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO halfway SELECT g, 'v' || g FROM generate_series(1, 5000) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.halfway"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.halfway")
+    assert table.changelog.scan(row_filter="_op == 'r'").to_arrow().num_rows == 5000
+    assert "DuckDB failed part-way through public.halfway" in caplog.text

@@ -27,23 +27,27 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+import duckdb
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from psycopg import conninfo, sql
 
-from connectors.errors import ConnectionLost
+from connectors.changes import TableRef
+from connectors.errors import ConnectionLost, TransientError
 from connectors.postgres import duckcopy
+from connectors.postgres.connection import translated
 from connectors.postgres.introspect import SourceTable
 from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 4 * 2**20
-CHUNK_ROWS = (
-    131072  #: rows per chunk at most when DuckDB reads (the data files' row group size), ~32 MiB at most
-)
+#: rows per chunk at most when DuckDB reads (the data files' row group size); chunks hold ~8 * CHUNK_BYTES
+CHUNK_ROWS = 131072
+#: tables DuckDB failed to read part-way through (not a lost connection): copied through a text reader from then on
+_TEXT_ONLY: set[TableRef] = set()
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
@@ -290,7 +294,7 @@ def copy_chunks(
 
     ``conn`` is in a transaction that imported the snapshot. With ``dsn`` and ``snapshot_name`` DuckDB reads a
     binary COPY in that snapshot instead (chunks of CHUNK_ROWS rows), or else a psql process, when there is one."""
-    if dsn and snapshot_name and duckcopy.database() is not None:
+    if dsn and snapshot_name and table.ref not in _TEXT_ONLY and duckcopy.database() is not None:
         yield from _duckdb_chunks(conn, table, codecs, dsn, snapshot_name)
     else:
         yield from _text_chunks(conn, table, codecs, chunk_bytes, dsn, snapshot_name)
@@ -335,9 +339,7 @@ def _text_chunks(
             if isinstance(item, BaseException):
                 raise item
             if isinstance(item, tuple):  # psql's (buffer, end of its last row): the buffer is recycled
-                text = parse_text(
-                    item[0], columns, item[1]
-                )  # copies the values: the buffer can be filled again
+                text = parse_text(item[0], columns, item[1])  # a copy: the buffer can be filled again
                 free.put(item[0])
             else:
                 text = parse_text(item, columns)
@@ -356,16 +358,19 @@ def _text_chunks(
 def _duckdb_chunks(
     conn: psycopg.Connection, table: SourceTable, codecs: Mapping[str, Codec], dsn: str, snapshot_name: str
 ) -> Iterator[pa.Table]:
+    with translated(f"prepare the snapshot of {table.ref}"):
+        query = duckcopy.select_sql(conn, table)
+        rows = duckcopy.batch_rows(conn, table, 8 * CHUNK_BYTES, CHUNK_ROWS)
     chunks: queue.Queue = queue.Queue(maxsize=1)
     cancel = threading.Event()
-    connections: list = []
+    connections: list[duckdb.DuckDBPyConnection] = []
     reader = threading.Thread(
         target=duckcopy.read,
         args=(
             dsn,
             snapshot_name,
-            duckcopy.select_sql(conn, table),
-            duckcopy.batch_rows(conn, table, 8 * CHUNK_BYTES, CHUNK_ROWS),
+            query,
+            rows,
             lambda item: _put(chunks, item, cancel),
             cancel,
             connections,
@@ -377,7 +382,13 @@ def _duckdb_chunks(
     delivered = False
     try:
         while (item := chunks.get()) is not None:
-            if isinstance(item, duckcopy.ReadError) and not delivered:
+            if isinstance(item, duckcopy.ReadError):
+                if delivered:  # the sink holds part of the table: it is aborted, and the retry reads text
+                    _TEXT_ONLY.add(table.ref)
+                    raise TransientError(
+                        f"DuckDB failed part-way through {table.ref} ({item}); the snapshot of {table.ref} "
+                        "starts again, through the text reader"
+                    ) from item
                 log.warning(
                     "DuckDB cannot read %s (%s); copying it through the text reader instead", table.ref, item
                 )
