@@ -41,7 +41,7 @@ import psycopg
 import pyarrow as pa
 
 from bench.common import machine, percentile, print_table, start_postgres, workdir
-from connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg import catalog as lake_catalog
 
 
 def _plain(table: pa.Table) -> pa.Table:

@@ -25,9 +25,9 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import PeakRss, machine, percentile, print_table, start_postgres, stopwatch, workdir  # noqa: E402
-from connectors.changes import parse_lsn  # noqa: E402
-from connectors.iceberg import catalog as lake_catalog  # noqa: E402
-from connectors.postgres.replication import ReplicationStream  # noqa: E402
+from lakegate.connectors.changes import parse_lsn  # noqa: E402
+from lakegate.connectors.iceberg import catalog as lake_catalog  # noqa: E402
+from lakegate.connectors.postgres.replication import ReplicationStream  # noqa: E402
 
 TABLE = "CREATE TABLE {} (id bigint PRIMARY KEY, a int, b text, c numeric(12,2), d timestamptz)"
 FILL = (

@@ -1,4 +1,5 @@
-"""The seam shared by the two query engines (:mod:`connectors.duckdb.engine`, :mod:`connectors.postgres.engine`).
+"""The seam shared by the two query engines
+(:mod:`lakegate.connectors.duckdb.engine`, :mod:`lakegate.connectors.postgres.engine`).
 
 An engine prepares one SQL text as a :class:`ResultStream`; ``start()`` runs it up to its first rows, then the
 stream offers an Arrow schema and record batches read lazily, so that a large result never sits in memory whole.
@@ -20,7 +21,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from connectors.errors import ConnectorError
+from lakegate.connectors.errors import ConnectorError
 
 #: QueryError kinds: what went wrong, independent of the engine.
 SYNTAX = "syntax"  #: the engine could not parse the SQL it was given

@@ -1,7 +1,7 @@
 """The lake cache: hot lake data kept in the gateway's DuckDB memory, keyed by Iceberg snapshot so it is never stale.
 
 What is cached is the *stable* part of a lake table: a plain Iceberg table at its current snapshot, and for a
-lakegate state table (merge-on-read, :mod:`gateway.lake`) the state table's rows at the state table's snapshot.
+lakegate state table (merge-on-read, :mod:`lakegate.gateway.lake`) the state table's rows at the state table's snapshot.
 A change log is never cached (it changes at every commit); a state table's change-log tail is still read from
 Parquet by every query, so queries see every committed change. A version is (table uuid, snapshot id, schema id):
 a commit, a fold, a schema change or a re-created table is a new version, and a query only ever reads the version
@@ -49,9 +49,9 @@ from typing import Any
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from connectors.duckdb.engine import DuckDBEngine, DuckDBResult
-from connectors.query import QueryError
-from gateway.cache_entries import Entry, Load, Stats, Version, estimate_bytes
+from lakegate.connectors.duckdb.engine import DuckDBEngine, DuckDBResult
+from lakegate.connectors.query import QueryError
+from lakegate.gateway.cache_entries import Entry, Load, Stats, Version, estimate_bytes
 
 log = logging.getLogger("lakegate.gateway.cache")
 

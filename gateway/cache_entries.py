@@ -1,4 +1,4 @@
-"""The lake cache's records (:mod:`gateway.cache`): table versions, entries, counters, and the size estimate a
+"""The lake cache's records (:mod:`lakegate.gateway.cache`): table versions, entries, counters, and the size estimate a
 load is admitted on (the real size is measured after the load)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ three-part name names its source; a two-part name ``schema.table`` is looked up 
 the lake, then every PostgreSQL source in configuration order); a one-part name means ``public.<name>``.
 
 The lake's listing is read for every query (it carries the tables' current metadata locations, see
-:mod:`gateway.lake`); a PostgreSQL source's table list is cached for a few seconds and re-read when a name is
+:mod:`lakegate.gateway.lake`); a PostgreSQL source's table list is cached for a few seconds and re-read when a name is
 not found in it, so that new tables appear at once.
 """
 
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from connectors.postgres.engine import PostgresEngine
-from connectors.query import QueryError
-from gateway.errors import NotFound, Unavailable
-from gateway.lake import Lake
+from lakegate.connectors.postgres.engine import PostgresEngine
+from lakegate.connectors.query import QueryError
+from lakegate.gateway.errors import NotFound, Unavailable
+from lakegate.gateway.lake import Lake
 
 LAKE, POSTGRES = "lake", "postgres"
 DEFAULT_SCHEMA = "public"

@@ -1,4 +1,4 @@
-"""``lakegate sql``: a psql-style client of the gateway, built on :mod:`gateway.client` (HTTP + Arrow only).
+"""``lakegate sql``: a psql-style client of the gateway, built on :mod:`lakegate.gateway.client` (HTTP + Arrow only).
 
 Interactive with a terminal (readline history in ``~/.lakegate_history``, statements end at ``;`` and may span
 lines), or running ``-c SQL`` / ``-f FILE`` / standard input. Backslash commands: ``\\x \\timing \\dt \\d \\dn
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from gateway import cli_format as fmt
-from gateway import client
-from gateway.client_sql import is_open, only_comments, split_statements
+from lakegate.gateway import cli_format as fmt
+from lakegate.gateway import client
+from lakegate.gateway.client_sql import is_open, only_comments, split_statements
 
 EXIT_OK, EXIT_FAIL, EXIT_BADCONN, EXIT_USER = 0, 1, 2, 3
 END = -1  #: Stop(END): \\q in a script, a normal end

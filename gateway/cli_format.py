@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from gateway.client import NUMBER
+from lakegate.gateway.client import NUMBER
 
 ALIGNED, CSV, JSON = "aligned", "csv", "json"
 FORMATS = (ALIGNED, CSV, JSON)

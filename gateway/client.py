@@ -15,7 +15,7 @@ dates.
 
 Parameters: ``paramstyle = "pyformat"`` — ``%s`` with a sequence, ``%(name)s`` with a mapping, ``%%`` for a
 literal ``%`` (placeholders inside literals and comments are ignored). The gateway takes SQL text only, so
-values are bound client-side as literals (:mod:`gateway.client_sql`).
+values are bound client-side as literals (:mod:`lakegate.gateway.client_sql`).
 
 The gateway is read-only and every statement is its own read-only transaction: ``commit()`` and ``rollback()``
 do nothing. Exceptions (the standard tree; httpx errors are translated at this boundary)::
@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pyarrow as pa
 
-from gateway import client_sql
-from gateway.client_types import (  # the public surface, re-exported
+from lakegate.gateway import client_sql
+from lakegate.gateway.client_types import (  # the public surface, re-exported
     BINARY,
     DATETIME,
     NUMBER,

@@ -1,5 +1,6 @@
 """SQL text on the client side: a small lexer that knows where literals and comments are, statement splitting,
-and client-side parameter binding with safe quoting. Used by :mod:`gateway.client` and :mod:`gateway.cli`.
+and client-side parameter binding with safe quoting. Used by
+:mod:`lakegate.gateway.client` and :mod:`lakegate.gateway.cli`.
 
 Hand-written (no sqlglot) because the client must stay light: it imports neither the gateway's parser nor its
 engines. The lexer only has to find the places where ``;`` and ``%s`` are *not* meaningful — inside

@@ -1,7 +1,7 @@
-"""The PEP 249 vocabulary of :mod:`gateway.client`: the exception tree (and the gateway's error codes mapped onto
-it), type codes and type objects, constructors, and Arrow -> Python rows. Plain and pure: no HTTP here.
+"""The PEP 249 vocabulary of :mod:`lakegate.gateway.client`: the exception tree (and the gateway's error codes
+mapped onto it), type codes and type objects, constructors, and Arrow -> Python rows. Plain and pure: no HTTP here.
 
-Hand-written because PEP 249 prescribes these names; they are re-exported by :mod:`gateway.client` and
+Hand-written because PEP 249 prescribes these names; they are re-exported by :mod:`lakegate.gateway.client` and
 ``lakegate``.
 """
 

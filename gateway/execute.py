@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from connectors.query import (
+from lakegate.connectors.query import (
     INVALID,
     PERMISSION,
     RESOURCES,
@@ -29,7 +29,7 @@ from connectors.query import (
     QueryError,
     ResultStream,
 )
-from gateway.errors import (
+from lakegate.gateway.errors import (
     ClientGone,
     Forbidden,
     GatewayError,

@@ -4,11 +4,11 @@
    writes, changes the session or runs a command: no DML/DDL (also not inside a WITH), no SELECT INTO, no FOR
    UPDATE/SHARE, no COPY/ATTACH/INSTALL/LOAD/SET/PRAGMA/CALL (sqlglot parses what it does not know as an opaque
    command, which is refused as such).
-2. Functions: every call must be on the allow-list (:mod:`gateway.functions`); table functions in FROM are limited
-   to row generators. Bind parameters are not supported.
+2. Functions: every call must be on the allow-list (:mod:`lakegate.gateway.functions`); table functions in
+   FROM are limited to row generators. Bind parameters are not supported.
 
-The engines are sandboxed as well (layer 3, :mod:`connectors.duckdb.engine` and :mod:`connectors.postgres.engine`),
-so a hole here is not a hole through.
+The engines are sandboxed as well (layer 3, :mod:`lakegate.connectors.duckdb.engine` and
+:mod:`lakegate.connectors.postgres.engine`), so a hole here is not a hole through.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 from sqlglot import exp
 
-from gateway import functions
-from gateway.errors import Forbidden, UnsupportedQuery
-from gateway.parse import position
+from lakegate.gateway import functions
+from lakegate.gateway.errors import Forbidden, UnsupportedQuery
+from lakegate.gateway.parse import position
 
 _QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
 _FORBIDDEN_NAMES = (

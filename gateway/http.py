@@ -1,5 +1,5 @@
-"""The HTTP front end (FastAPI + uvicorn) on :class:`gateway.service.Gateway`: routes, auth and the one error
-handler. How a query is admitted, run and streamed is :mod:`gateway.http_query`; engine calls run on a bounded
+"""The HTTP front end (FastAPI + uvicorn) on :class:`lakegate.gateway.service.Gateway`: routes, auth and the one error
+handler. How a query is admitted, run and streamed is :mod:`lakegate.gateway.http_query`; engine calls run on a bounded
 thread pool, the event loop never blocks on an engine. Authentication is a coroutine: FastAPI runs a plain
 function dependency on a worker thread, a hop per request for a few comparisons.
 """
@@ -26,11 +26,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from gateway import encoders
-from gateway.errors import BadRequest, GatewayError, NotFound, TooLarge, Unauthorized
-from gateway.http_query import Admission, Runner, run_query
-from gateway.service import Gateway
-from lakegate.settings import GatewaySettings, Settings, SettingsError
+from lakegate.connectors.config import SettingsError
+from lakegate.gateway import encoders
+from lakegate.gateway.config import GatewaySettings
+from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, TooLarge, Unauthorized
+from lakegate.gateway.http_query import Admission, Runner, run_query
+from lakegate.gateway.service import Gateway
 
 log = logging.getLogger("lakegate.gateway")
 T = TypeVar("T")
@@ -77,7 +78,7 @@ def _token(request: Request) -> str | None:
 
 async def authorize(request: Request) -> None:
     """Bearer token, or HTTP Basic auth with the token as password (what Redash's JSON data source sends)."""
-    tokens = request.app.state.gateway.settings.gateway.tokens
+    tokens = request.app.state.gateway.config.tokens
     if not tokens:
         return
     token = _token(request)
@@ -108,7 +109,7 @@ def _format(body: QueryRequest, request: Request) -> str:
 
 def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     """The FastAPI app. With ``own_gateway`` the app opens and closes the gateway in its lifespan."""
-    cfg = gateway.settings.gateway
+    cfg = gateway.config
     pool = ThreadPoolExecutor(max_workers=cfg.workers + 4, thread_name_prefix="lakegate-query")
     runner = Runner(pool)
 
@@ -280,15 +281,14 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def serve(settings: Settings) -> None:
-    """``lakegate serve``: run the gateway until SIGTERM/SIGINT."""
-    check_bind(settings.gateway)
-    gateway = Gateway(settings)
+def serve(gateway: Gateway) -> None:
+    """``lakegate serve``: run ``gateway`` (not opened yet) over HTTP until SIGTERM/SIGINT."""
+    check_bind(gateway.config)
     app = create_app(gateway, own_gateway=True)
     config = uvicorn.Config(
         app,
-        host=settings.gateway.host,
-        port=settings.gateway.port,
+        host=gateway.config.host,
+        port=gateway.config.port,
         log_level="info",
         timeout_graceful_shutdown=5,
     )

@@ -31,10 +31,10 @@ import pyarrow as pa
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
-from gateway import encoders
-from gateway.errors import ClientGone, GatewayError, Unavailable
-from gateway.execute import CLIENT, Execution
-from gateway.service import Gateway
+from lakegate.gateway import encoders
+from lakegate.gateway.errors import ClientGone, GatewayError, Unavailable
+from lakegate.gateway.execute import CLIENT, Execution
+from lakegate.gateway.service import Gateway
 
 log = logging.getLogger("lakegate.gateway")
 T = TypeVar("T")

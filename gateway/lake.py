@@ -7,12 +7,13 @@ schema, shared by the Java and Python implementations) lists every table and its
 (REST, Glue) are asked table by table. Parsed metadata is cached by location, so an unchanged table costs nothing.
 
 A state table (``lakegate.kind=state``) is read merge-on-read, with the same semantics as
-:func:`connectors.iceberg.merge.apply`: the state table's rows whose key is not in the change-log tail after the
+:func:`lakegate.connectors.iceberg.merge.apply`:
+the state table's rows whose key is not in the change-log tail after the
 state's stamp, plus the latest change per key of that tail unless it is a delete; a truncate in the tail removes
 everything before it. The tail scan is pruned by ``_lsn`` (Iceberg file statistics skip older files).
 
 The stable part of a table (a plain table, or a state table without its tail) can come from somewhere other than
-Parquet: :func:`view_sql` takes a ``cached`` lookup (the gateway's lake cache, :mod:`gateway.cache`) that may
+Parquet: :func:`view_sql` takes a ``cached`` lookup (the gateway's lake cache, :mod:`lakegate.gateway.cache`) that may
 name an in-memory table holding exactly that snapshot.
 
 Time travel uses change-log snapshots for both shapes: ``FOR VERSION AS OF <change-log snapshot id>`` or
@@ -35,11 +36,11 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from sqlalchemy import select
 
-from connectors.changes import ZERO, Position
-from connectors.iceberg import catalog as lake_catalog
-from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE
-from connectors.iceberg.writer import PROP_LSN, PROP_SEQ
-from gateway.errors import BadRequest, GatewayError, NotFound, Unavailable
+from lakegate.connectors.changes import ZERO, Position
+from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE
+from lakegate.connectors.iceberg.writer import PROP_LSN, PROP_SEQ
+from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unavailable
 
 PLAIN = "plain"
 #: (table, snapshot, travelling) -> a DuckDB table holding exactly that snapshot, or None to read Parquet

@@ -3,7 +3,7 @@
 Statements the gateway answers itself are recognised from sqlglot's tokens before parsing, because sqlglot parses
 them only as opaque commands: ``EXPLAIN <query>`` (the route and each engine's SQL, as rows), ``SHOW TABLES``
 / ``SHOW SCHEMAS`` / ``SHOW SOURCES`` and ``DESCRIBE <table>``. Everything else must parse to exactly one
-statement; whether that statement may run is :mod:`gateway.guard`'s decision.
+statement; whether that statement may run is :mod:`lakegate.gateway.guard`'s decision.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from gateway.errors import Forbidden, SqlSyntaxError, UnsupportedQuery
+from lakegate.gateway.errors import Forbidden, SqlSyntaxError, UnsupportedQuery
 
 DIALECT = "postgres"
 # sqlglot logs a warning for every statement it can only parse as an opaque command; the guard refuses those.
@@ -74,7 +74,7 @@ QUERY_STARTS = ("SELECT", "WITH", "VALUES", "(", "TABLE", "DESCRIBE", "DESC")
 def _refuse_unparsable(tokens: list[Token]) -> None:
     """SQL that sqlglot cannot parse is a syntax error, unless it is plainly not a query (ATTACH, EXPORT, ...)
     or calls a forbidden function: then say that, which is the more useful answer."""
-    from gateway import functions  # local: functions does not depend on parsing
+    from lakegate.gateway import functions  # local: functions does not depend on parsing
 
     first = tokens[0].text.upper()
     if first not in QUERY_STARTS:

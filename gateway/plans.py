@@ -1,7 +1,7 @@
 """The plan cache: a statement's parse, guard, name resolution and routing, kept by SQL text.
 
 BI dashboards send the same SQL again and again; parsing, guarding and routing it with sqlglot costs about a
-millisecond of Python each time. What is kept is a :class:`gateway.route.Routed`: the route and the engine SQL
+millisecond of Python each time. What is kept is a :class:`lakegate.gateway.route.Routed`: the route and the engine SQL
 *without* the lake views. The views are rendered for every query from the tables' current metadata (so a commit,
 a fold, a schema change or a cache load is seen at once), which is why a cached plan can never be stale about
 the lake's data or columns.
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.parse import Statement
-from gateway.route import Routed
+from lakegate.gateway.parse import Statement
+from lakegate.gateway.route import Routed
 
 MAX_SQL = 64 * 1024  #: longer statements are not kept (generated SQL is rarely repeated verbatim)
 

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
 
-from connectors.iceberg.schema import CHANGELOG_SUFFIX
-from connectors.iceberg.writer import PROP_LSN
-from connectors.query import QueryError
-from gateway.catalog import LAKE, SYSTEM_SCHEMAS, Catalog
-from gateway.errors import BadRequest, Unavailable
-
-if TYPE_CHECKING:
-    from gateway.service import Gateway
+from lakegate.connectors.iceberg.schema import CHANGELOG_SUFFIX
+from lakegate.connectors.iceberg.writer import PROP_LSN
+from lakegate.connectors.query import QueryError
+from lakegate.gateway.catalog import LAKE, SYSTEM_SCHEMAS, Catalog
+from lakegate.gateway.errors import BadRequest, Unavailable
 
 PG_COLUMNS = """
 SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull
@@ -42,11 +39,11 @@ def _iso(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat()
 
 
-def lake_tables(gw: Gateway) -> list[dict[str, Any]]:
-    listing = gw.lake.listing()
+def lake_tables(catalog: Catalog) -> list[dict[str, Any]]:
+    listing = catalog.lake.listing()
     out = []
     for namespace, name in sorted(listing):
-        entry = gw.lake.entry(namespace, name, listing)
+        entry = catalog.lake.entry(namespace, name, listing)
         history = entry.history
         snapshots = [
             {
@@ -73,13 +70,13 @@ def lake_tables(gw: Gateway) -> list[dict[str, Any]]:
 
 
 def pg_tables(
-    gw: Gateway, source: str, schema: str | None = None, name: str | None = None
+    catalog: Catalog, source: str, schema: str | None = None, name: str | None = None
 ) -> list[dict[str, Any]]:
     try:
-        rows = gw.postgres[source].fetch(PG_COLUMNS, (schema, schema, name))
+        rows = catalog.postgres[source].fetch(PG_COLUMNS, (schema, schema, name))
     except QueryError as exc:
         raise Unavailable(f"cannot read the tables of PostgreSQL source {source!r}: {exc}") from exc
-    kinds = gw.catalog.tables(source)
+    kinds = catalog.tables(source)
     tables: dict[tuple[str, str], dict[str, Any]] = {}
     for nsp, rel, column, typ, nullable in rows:
         table = tables.setdefault(
@@ -95,14 +92,14 @@ def pg_tables(
     return list(tables.values())
 
 
-def schema_listing(gw: Gateway) -> dict[str, Any]:
-    sources: list[dict[str, Any]] = [{"name": gw.catalog.lake_name, "kind": LAKE, "tables": lake_tables(gw)}]
-    for source in gw.postgres:
+def schema_listing(catalog: Catalog) -> dict[str, Any]:
+    sources: list[dict[str, Any]] = [{"name": catalog.lake_name, "kind": LAKE, "tables": lake_tables(catalog)}]
+    for source in catalog.postgres:
         try:
-            sources.append({"name": source, "kind": "postgres", "tables": pg_tables(gw, source)})
+            sources.append({"name": source, "kind": "postgres", "tables": pg_tables(catalog, source)})
         except Unavailable as exc:
             sources.append({"name": source, "kind": "postgres", "tables": [], "error": exc.message})
-    return {"sources": sources, "search_path": gw.catalog.search_path}
+    return {"sources": sources, "search_path": catalog.search_path}
 
 
 def show(catalog: Catalog, what: str, where: list[str]) -> pa.Table:
@@ -139,18 +136,18 @@ def show(catalog: Catalog, what: str, where: list[str]) -> pa.Table:
     )
 
 
-def describe_table(gw: Gateway, node: exp.Expression) -> pa.Table:
+def describe_table(catalog: Catalog, node: exp.Expression) -> pa.Table:
     if not isinstance(node, exp.Table) or isinstance(node.this, exp.Func):
         raise BadRequest("DESCRIBE takes a table name, e.g. DESCRIBE lake.public.users")
-    ref = gw.catalog.resolve(node, gw.lake.listing())
+    ref = catalog.resolve(node, catalog.lake.listing())
     if ref.kind == LAKE:
-        entry = gw.lake.entry(ref.schema, ref.name, gw.lake.listing())
+        entry = catalog.lake.entry(ref.schema, ref.name, catalog.lake.listing())
         columns = [
             (f.name, str(f.field_type), not f.required, f.name in entry.key)
             for f in entry.table.schema().fields
         ]
     else:
-        found = pg_tables(gw, ref.source, ref.schema, ref.name)
+        found = pg_tables(catalog, ref.source, ref.schema, ref.name)
         columns = [
             (c["name"], c["type"], c["nullable"], False) for c in (found[0]["columns"] if found else [])
         ]

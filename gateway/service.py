@@ -4,38 +4,39 @@
 (the caller registers it for cancellation first); ``start()`` runs the engine up to the first rows, ``batches()``
 streams the rest. ``query(sql)`` does all of it and collects the rows, for callers that want a table.
 
-Two caches cut the work of repeated queries: the plan cache (:mod:`gateway.plans`: parse, guard and routing by
-SQL text) and the lake cache (:mod:`gateway.cache`: lake tables in DuckDB memory by snapshot). The lake views are
-rendered for every query from the tables' current metadata, so neither can serve a stale answer; the cache
-tables a query reads are pinned (leases) until its execution is closed.
+Two caches cut the work of repeated queries: the plan cache (:mod:`lakegate.gateway.plans`: parse, guard and
+routing by SQL text) and the lake cache (:mod:`lakegate.gateway.cache`: lake tables in DuckDB memory by snapshot).
+The lake views are rendered for every query from the tables' current metadata, so neither can serve a stale
+answer; the cache tables a query reads are pinned (leases) until its execution is closed.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
-from connectors.postgres.engine import PostgresEngine
-from connectors.query import QueryError
-from gateway import parse as parse_mod
-from gateway.cache import LakeCache, Lease
-from gateway.catalog import POSTGRES, Catalog
-from gateway.errors import BadRequest, GatewayError, Unavailable
-from gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
-from gateway.guard import Guard
-from gateway.lake import Lake
-from gateway.metrics import Metrics
-from gateway.plans import PlanCache
-from gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, PgRead, Plan, Routed, Router
-from gateway.schema import describe_table, schema_listing, show
-from gateway.status import lake_status
-from lakegate.settings import Settings
+from lakegate.connectors.config import LakeSettings, SourceSettings
+from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
+from lakegate.connectors.postgres.engine import PostgresEngine
+from lakegate.connectors.query import QueryError
+from lakegate.gateway import parse as parse_mod
+from lakegate.gateway.cache import LakeCache, Lease
+from lakegate.gateway.catalog import POSTGRES, Catalog
+from lakegate.gateway.config import GatewaySettings
+from lakegate.gateway.errors import BadRequest, GatewayError, Unavailable
+from lakegate.gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
+from lakegate.gateway.guard import Guard
+from lakegate.gateway.lake import Lake
+from lakegate.gateway.metrics import Metrics
+from lakegate.gateway.plans import PlanCache
+from lakegate.gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, PgRead, Plan, Routed, Router
+from lakegate.gateway.schema import describe_table, schema_listing, show
+from lakegate.gateway.status import lake_status
 
 log = logging.getLogger("lakegate.gateway")
 
@@ -71,23 +72,25 @@ class Result:
 
 
 class Gateway:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        cfg = settings.gateway
+    """The gateway over the lake ``lake`` and the PostgreSQL ``sources``, configured by ``config``."""
+
+    def __init__(self, lake: LakeSettings, sources: Sequence[SourceSettings], config: GatewaySettings) -> None:
+        self.config = cfg = config
+        self.sources = list(sources)
         self.postgres = {
-            s.name: PostgresEngine(s.name, s.dsn, pool_size=cfg.workers + 2) for s in settings.sources
+            s.name: PostgresEngine(s.name, s.dsn, pool_size=cfg.workers + 2) for s in self.sources
         }
         self.duckdb = DuckDBEngine(
             DuckDBConfig(
-                warehouse=settings.lake.warehouse,
-                postgres={s.name: s.dsn for s in settings.sources},
+                warehouse=lake.warehouse,
+                postgres={s.name: s.dsn for s in self.sources},
                 threads=cfg.duckdb_threads,
                 memory_limit=cfg.duckdb_memory_limit,
                 pg_timeout_ms=int(cfg.timeout * 1000),
             )
         )
-        self.lake = Lake(settings.lake)
-        self.catalog = Catalog(settings.lake.name, self.lake, self.postgres, cfg.search_path)
+        self.lake = Lake(lake)
+        self.catalog = Catalog(lake.name, self.lake, self.postgres, cfg.search_path)
         self.router = Router(self.catalog, self.lake, self._evaluate)
         self.watchdog = Watchdog()
         self.metrics = Metrics()
@@ -104,7 +107,7 @@ class Gateway:
             self.duckdb.open()
         except QueryError as exc:
             raise Unavailable(f"DuckDB cannot start: {exc}") from exc
-        self._guard = Guard(self.duckdb.functions(), frozenset(self.settings.gateway.allow_functions))
+        self._guard = Guard(self.duckdb.functions(), frozenset(self.config.allow_functions))
         self._fit_cache()
         return self
 
@@ -144,7 +147,7 @@ class Gateway:
 
     def limits(self, max_rows: int | None = None, timeout_ms: float | None = None) -> Limits:
         """The request's limits, never above the server's."""
-        cfg = self.settings.gateway
+        cfg = self.config
         if max_rows is not None and max_rows < 0:
             raise BadRequest(f"max_rows must be 0 or more, got {max_rows}")
         if timeout_ms is not None and timeout_ms <= 0:
@@ -298,7 +301,7 @@ class Gateway:
             _release(leases)
 
     def _explain(self, sql: str, leases: list[Lease]) -> dict[str, Any]:
-        statement, plan = self.plan(sql, self.settings.gateway.max_rows, leases)
+        statement, plan = self.plan(sql, self.config.max_rows, leases)
         if plan is None:
             return {
                 "route": GATEWAY_ROUTE,
@@ -343,13 +346,13 @@ class Gateway:
         if statement.kind == parse_mod.SHOW:
             return show(self.catalog, statement.show, statement.show_in)
         assert statement.ast is not None
-        return describe_table(self, statement.ast)
+        return describe_table(self.catalog, statement.ast)
 
     def schema(self) -> dict[str, Any]:
-        return schema_listing(self)
+        return schema_listing(self.catalog)
 
     def status(self) -> dict[str, Any]:
-        out = lake_status(self)
+        out = lake_status(self.catalog, {s.name: s.slot for s in self.sources})
         out["cache"] = self.cache_figures()
         return out
 

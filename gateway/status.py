@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from pyiceberg.table import Table
 
-from connectors.changes import format_lsn, parse_lsn
-from connectors.iceberg.schema import CHANGELOG_SUFFIX
-from connectors.query import QueryError
-from gateway.lake import stamp_at
-
-if TYPE_CHECKING:
-    from gateway.service import Gateway
+from lakegate.connectors.changes import format_lsn, parse_lsn
+from lakegate.connectors.iceberg.schema import CHANGELOG_SUFFIX
+from lakegate.connectors.query import QueryError
+from lakegate.gateway.catalog import Catalog
+from lakegate.gateway.lake import stamp_at
 
 SOURCE_POSITION = """
 SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text,
@@ -41,16 +40,16 @@ def _summary(table: Table, key: str) -> int | None:
     return int(value) if value is not None else None
 
 
-def _source_positions(gw: Gateway) -> dict[str, dict[str, Any]]:
+def _source_positions(catalog: Catalog, slots: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for src in gw.settings.sources:
+    for name, slot in slots.items():
         try:
-            rows = gw.postgres[src.name].fetch(SOURCE_POSITION, (src.slot,), timeout=5.0)
+            rows = catalog.postgres[name].fetch(SOURCE_POSITION, (slot,), timeout=5.0)
         except QueryError as exc:
-            out[src.name] = {"error": str(exc)}
+            out[name] = {"error": str(exc)}
             continue
         current, confirmed, active, flush_lag = rows[0]
-        out[src.name] = {
+        out[name] = {
             "source_lsn": parse_lsn(current) if current else None,
             "confirmed_lsn": parse_lsn(confirmed) if confirmed else None,
             "slot_active": bool(active),
@@ -112,15 +111,16 @@ def table_status(entry: Any, source: dict[str, Any] | None, now: float) -> dict[
     return out
 
 
-def lake_status(gw: Gateway) -> dict[str, Any]:
-    listing = gw.lake.listing()
-    sources = _source_positions(gw)
+def lake_status(catalog: Catalog, slots: Mapping[str, str]) -> dict[str, Any]:
+    """``slots``: the replication slot of every PostgreSQL source."""
+    listing = catalog.lake.listing()
+    sources = _source_positions(catalog, slots)
     now = time.time()
     tables = []
     for namespace, name in sorted(listing):
         if name.endswith(CHANGELOG_SUFFIX) and (namespace, name[: -len(CHANGELOG_SUFFIX)]) in listing:
             continue  # reported with its state table
-        entry = gw.lake.entry(namespace, name, listing)
+        entry = catalog.lake.entry(namespace, name, listing)
         tables.append(table_status(entry, sources.get(entry.source or ""), now))
     return {
         "tables": tables,

@@ -11,7 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from connectors.postgres.cdc import Flush
+from lakegate.connectors.postgres.cdc import Flush
 
 
 class Committer(threading.Thread):

@@ -9,27 +9,28 @@ import argparse
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from connectors.changes import TableRef
-from connectors.errors import ConnectorError, LakeError, SourceConfigError, TransientError
-from connectors.iceberg import catalog as lake_catalog
-from connectors.iceberg import maintenance
-from connectors.iceberg.writer import LakeTable
-from lakegate.settings import Settings
+from lakegate.connectors.changes import TableRef
+from lakegate.connectors.config import LakeSettings, SourceSettings
+from lakegate.connectors.errors import ConnectorError, LakeError, SourceConfigError, TransientError
+from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg import maintenance
+from lakegate.connectors.iceberg.writer import LakeTable
+from lakegate.ingest.config import IngestSettings
 
 log = logging.getLogger("lakegate.maintain")
 
 
-def replicated(settings: Settings) -> list[TableRef]:
-    return [TableRef.parse(t) for src in settings.sources for t in src.replicate]
+def replicated(sources: Sequence[SourceSettings]) -> list[TableRef]:
+    return [TableRef.parse(t) for src in sources for t in src.replicate]
 
 
-def maintain_table(table: LakeTable, settings: Settings, *, fold: bool, compact: bool, expire: bool) -> None:
+def maintain_table(table: LakeTable, cfg: IngestSettings, *, fold: bool, compact: bool, expire: bool) -> None:
     if fold:
         table.fold()
-    retention = settings.ingest.changelog_retention
+    retention = cfg.changelog_retention
     if expire and retention and table.changelog is not None:
         folded = table.state_checkpoint().lsn if table.state is not None else None
         trimmed = maintenance.trim_changelog(table.changelog, timedelta(seconds=retention), folded)
@@ -40,7 +41,7 @@ def maintain_table(table: LakeTable, settings: Settings, *, fold: bool, compact:
         tables,
         do_compact=compact,
         do_expire=expire,
-        expiry=timedelta(seconds=settings.ingest.snapshot_expiry),
+        expiry=timedelta(seconds=cfg.snapshot_expiry),
     )
 
 
@@ -50,17 +51,18 @@ class MaintenanceThread(threading.Thread):
 
     def __init__(
         self,
-        settings: Settings,
+        lake: LakeSettings,
+        cfg: IngestSettings,
         refs: list[TableRef],
         stop: threading.Event,
         appended: Callable[[TableRef], int],
     ) -> None:
         super().__init__(name="lakegate-maintenance", daemon=True)
-        self.settings = settings
+        self.cfg = cfg
         self.refs = refs
         self.stop_event = stop
         self.appended = appended  #: rows the worker has appended to a table's change log so far
-        self.catalog = lake_catalog.from_settings(settings.lake)
+        self.catalog = lake_catalog.from_settings(lake)
         self.tables: dict[TableRef, LakeTable] = {}
         self.folds = 0
 
@@ -73,7 +75,7 @@ class MaintenanceThread(threading.Thread):
         return self.tables[ref]
 
     def run(self) -> None:
-        cfg = self.settings.ingest
+        cfg = self.cfg
         last_fold = {ref: time.monotonic() for ref in self.refs}
         folded_rows = {ref: 0 for ref in self.refs}
         last_maintenance = time.monotonic()
@@ -95,7 +97,7 @@ class MaintenanceThread(threading.Thread):
                             ref,
                             "maintenance",
                             lambda t=table: maintain_table(  # type: ignore[misc]
-                                t, self.settings, fold=False, compact=True, expire=True
+                                t, cfg, fold=False, compact=True, expire=True
                             ),
                         )
                 last_maintenance = time.monotonic()
@@ -111,13 +113,13 @@ class MaintenanceThread(threading.Thread):
         return False
 
 
-def _resnapshot(settings: Settings, refs: list[TableRef]) -> None:
-    from connectors.postgres.connection import connect
-    from connectors.postgres.replication import slot_info
+def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:
+    from lakegate.connectors.postgres.connection import connect
+    from lakegate.connectors.postgres.replication import slot_info
 
-    catalog = lake_catalog.from_settings(settings.lake)
+    catalog = lake_catalog.from_settings(lake)
     for ref in refs:
-        source = next((s for s in settings.sources if str(ref) in s.replicate), None)
+        source = next((s for s in sources if str(ref) in s.replicate), None)
         if source is None:
             raise SourceConfigError(f"{ref} is not in any source's 'replicate' list")
         with connect(source.dsn, application_name="lakegate-maintain") as conn:
@@ -131,13 +133,16 @@ def _resnapshot(settings: Settings, refs: list[TableRef]) -> None:
         print(f"dropped the lake tables of {ref}; the next 'lakegate ingest' copies it again")
 
 
-def run(settings: Settings, args: argparse.Namespace) -> int:
+def run(
+    lake: LakeSettings, sources: Sequence[SourceSettings], cfg: IngestSettings, args: argparse.Namespace
+) -> int:
+    """``lakegate maintain``."""
     if args.resnapshot:
-        _resnapshot(settings, [TableRef.parse(t) for t in args.resnapshot])
+        _resnapshot(lake, sources, [TableRef.parse(t) for t in args.resnapshot])
         return 0
     everything = not (args.fold or args.compact or args.expire_snapshots)
-    catalog = lake_catalog.from_settings(settings.lake)
-    for ref in replicated(settings):
+    catalog = lake_catalog.from_settings(lake)
+    for ref in replicated(sources):
         try:
             table = LakeTable.open(catalog, ref)
         except LakeError as exc:
@@ -145,7 +150,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             continue
         maintain_table(
             table,
-            settings,
+            cfg,
             fold=everything or args.fold,
             compact=everything or args.compact,
             expire=everything or args.expire_snapshots,

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from connectors.changes import OP, ChangeBatch
-from connectors.errors import SchemaChangeError
+from lakegate.connectors.changes import OP, ChangeBatch
+from lakegate.connectors.errors import SchemaChangeError
 
 Lookup = Callable[[pa.Table], pa.Table]
 

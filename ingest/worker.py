@@ -17,24 +17,25 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from connectors.changes import ChangeBatch, TableRef, TableSchema, format_lsn
-from connectors.errors import SchemaChangeError, SourceConfigError, TransientError
-from connectors.iceberg import catalog as lake_catalog
-from connectors.iceberg import merge
-from connectors.iceberg.writer import LakeTable
-from connectors.postgres.cdc import Flush, PostgresSource
-from connectors.postgres.rowbuffer import Segment
-from connectors.postgres.types import ConversionError
-from ingest.committer import Committer
-from ingest.maintain import MaintenanceThread
-from ingest.progress import Progress
-from ingest.toast import fill_unchanged
-from lakegate.settings import IngestSettings, Settings, SourceSettings
+from lakegate.connectors.changes import ChangeBatch, TableRef, TableSchema, format_lsn
+from lakegate.connectors.config import LakeSettings, SourceSettings
+from lakegate.connectors.errors import SchemaChangeError, SourceConfigError, TransientError
+from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.writer import LakeTable
+from lakegate.connectors.postgres.cdc import Flush, PostgresSource
+from lakegate.connectors.postgres.rowbuffer import Segment
+from lakegate.connectors.postgres.types import ConversionError
+from lakegate.ingest.committer import Committer
+from lakegate.ingest.config import IngestSettings
+from lakegate.ingest.maintain import MaintenanceThread
+from lakegate.ingest.progress import Progress
+from lakegate.ingest.toast import fill_unchanged
 
 log = logging.getLogger("lakegate.ingest")
 
@@ -50,12 +51,14 @@ class TableStatus:
 
 
 class Worker:
-    def __init__(self, settings: Settings, source: SourceSettings | None = None) -> None:
-        self.settings = settings
-        self.src = source or settings.sources[0]
-        self.cfg: IngestSettings = settings.ingest
+    """Replicates the tables of ``source`` into the lake ``lake``."""
+
+    def __init__(self, lake: LakeSettings, source: SourceSettings, cfg: IngestSettings) -> None:
+        self.lake_settings = lake
+        self.src = source
+        self.cfg = cfg
         self.refs = [TableRef.parse(t) for t in self.src.replicate]
-        self.catalog = lake_catalog.from_settings(settings.lake)
+        self.catalog = lake_catalog.from_settings(lake)
         self.lake: dict[TableRef, LakeTable] = {}
         self.status: dict[TableRef, TableStatus] = {ref: TableStatus() for ref in self.refs}
         self.stopping = threading.Event()
@@ -71,7 +74,9 @@ class Worker:
     def run(self) -> None:
         """Run until stopped; retry transient faults with backoff; raise fatal ones."""
         done = threading.Event()
-        upkeep = MaintenanceThread(self.settings, self.refs, done, lambda ref: self.status[ref].rows_appended)
+        upkeep = MaintenanceThread(
+            self.lake_settings, self.cfg, self.refs, done, lambda ref: self.status[ref].rows_appended
+        )
         upkeep.start()
         try:
             self._run_with_retries()
@@ -261,14 +266,14 @@ def install_signal_handlers(workers: list[Worker]) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def run(settings: Settings) -> None:
+def run(lake: LakeSettings, sources: Sequence[SourceSettings], cfg: IngestSettings) -> None:
     """Entry point of ``lakegate ingest``: one worker per source that replicates tables (a thread each)."""
-    sources = [s for s in settings.sources if s.replicate]
+    sources = [s for s in sources if s.replicate]
     if not sources:
         raise SourceConfigError(
             "no source has tables to replicate; list them in [[sources]] replicate = [...]"
         )
-    workers = [Worker(settings, s) for s in sources]
+    workers = [Worker(lake, s, cfg) for s in sources]
     install_signal_handlers(workers)
     errors: list[BaseException] = []
 

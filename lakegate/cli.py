@@ -20,16 +20,19 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from ingest.worker import run
+    from lakegate.ingest.worker import run
 
-    run(settings_mod.load(args.config))
+    settings = settings_mod.load(args.config)
+    run(settings.lake, settings.sources, settings.ingest)
     return 0
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from gateway.http import serve
+    from lakegate.gateway.http import serve
+    from lakegate.gateway.service import Gateway
 
-    serve(settings_mod.load(args.config))
+    settings = settings_mod.load(args.config)
+    serve(Gateway(settings.lake, settings.sources, settings.gateway))
     return 0
 
 
@@ -40,19 +43,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from gateway.cli import run
+    from lakegate.gateway.cli import run
 
     return run(args)
 
 
 def _cmd_maintain(args: argparse.Namespace) -> int:
-    from ingest.maintain import run
+    from lakegate.ingest.maintain import run
 
-    return run(settings_mod.load(args.config), args)
+    settings = settings_mod.load(args.config)
+    return run(settings.lake, settings.sources, settings.ingest, args)
 
 
 def _sql_arguments(parser: argparse.ArgumentParser) -> None:
-    from gateway.cli import add_arguments  # light: httpx and pyarrow only
+    from lakegate.gateway.cli import add_arguments  # light: httpx and pyarrow only
 
     add_arguments(parser)
 
@@ -98,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from connectors.errors import ConnectorError
+    from lakegate.connectors.errors import ConnectorError
 
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)

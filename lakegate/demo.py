@@ -87,8 +87,9 @@ def banner(settings: Settings, server: embedded.EmbeddedPostgres) -> str:
 
 
 def run(directory: str, port: int, rate: float) -> int:
-    from gateway.http import serve
-    from ingest.worker import Worker
+    from lakegate.gateway.http import serve
+    from lakegate.gateway.service import Gateway
+    from lakegate.ingest.worker import Worker
     from lakegate.workload import Workload
 
     root = Path(directory).expanduser().resolve()
@@ -101,13 +102,13 @@ def run(directory: str, port: int, rate: float) -> int:
     try:
         dsn = prepare_database(server)
         settings = demo_settings(root, dsn, port)
-        worker = Worker(settings)
+        worker = Worker(settings.lake, settings.sources[0], settings.ingest)
         worker_thread = threading.Thread(target=worker.run, name="lakegate-ingest", daemon=True)
         worker_thread.start()
         workload = Workload(dsn, rate)
         workload.start()
         print(banner(settings, server), flush=True)
-        serve(settings)  # until Ctrl-C / SIGTERM
+        serve(Gateway(settings.lake, settings.sources, settings.gateway))  # until Ctrl-C / SIGTERM
         return 0
     finally:
         log.info("stopping the demo")

@@ -16,12 +16,12 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from connectors.changes import TableRef
-from connectors.iceberg import catalog as lake_catalog
-from connectors.iceberg import merge
-from connectors.iceberg.writer import LakeTable
-from ingest.worker import Worker
 from lakegate import settings as settings_mod
+from lakegate.connectors.changes import TableRef
+from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.writer import LakeTable
+from lakegate.ingest.worker import Worker
 
 
 def make_settings(dsn: str, lake_dir: Path, tables: list[str], **ingest: Any) -> settings_mod.Settings:
@@ -44,7 +44,7 @@ def make_settings(dsn: str, lake_dir: Path, tables: list[str], **ingest: Any) ->
 @contextmanager
 def running_worker(settings: settings_mod.Settings) -> Iterator[Worker]:
     """A worker streaming in a background thread; stopped (gracefully) on exit."""
-    worker = Worker(settings)
+    worker = Worker(settings.lake, settings.sources[0], settings.ingest)
     errors: list[BaseException] = []
 
     def target() -> None:
@@ -77,14 +77,14 @@ def _check_workers() -> None:
 
 
 def current_wal(conn: psycopg.Connection) -> int:
-    from connectors.changes import parse_lsn
+    from lakegate.connectors.changes import parse_lsn
 
     return parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
 
 
 def wait_caught_up(conn: psycopg.Connection, slot: str = "lakegate_pg", timeout: float = 60.0) -> None:
     """Wait until the slot has confirmed everything written so far (the lake holds it)."""
-    from connectors.changes import parse_lsn
+    from lakegate.connectors.changes import parse_lsn
 
     deadline = time.monotonic() + timeout
     wait_for(lambda: all(w.streaming.is_set() for w, _ in _ACTIVE), timeout, "the worker to start streaming")
@@ -258,7 +258,7 @@ def _assert_same(lake: list[tuple], source: list[tuple], what: str) -> None:
 
 def use_reader(monkeypatch: Any, reader: str) -> None:
     """Make the snapshot read through ``reader``: DuckDB (binary COPY, the default), psql or libpq (text)."""
-    from connectors.postgres import duckcopy, snapshot
+    from lakegate.connectors.postgres import duckcopy, snapshot
 
     if reader != "duckdb":  # as without the postgres extension
         monkeypatch.setattr(duckcopy, "database", lambda: None)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import lakegate
-from gateway import client
+from lakegate.gateway import client
 from tests.clienthelp import ROOT, Env, client_env, free_port
 
 
@@ -66,10 +66,10 @@ def test_import_stays_light() -> None:
     """The client and the CLI import neither DuckDB nor pyiceberg nor the gateway's server side."""
     code = (
         "import sys, lakegate; assert 'httpx' not in sys.modules and 'pyarrow' not in sys.modules;"
-        "import gateway.client, gateway.cli;"
+        "import lakegate.gateway.client, lakegate.gateway.cli;"
         "heavy = sorted(m for m in ('duckdb', 'pyiceberg', 'sqlglot', 'fastapi', 'uvicorn', 'psycopg',"
         " 'pandas',"
-        " 'gateway.service', 'gateway.http') if m in sys.modules); print(heavy)"
+        " 'lakegate.gateway.service', 'lakegate.gateway.http') if m in sys.modules); print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

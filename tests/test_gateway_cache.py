@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 from pyiceberg.types import StringType
 
-from connectors.iceberg import catalog as lake_catalog
-from gateway.service import Gateway
+from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of, same_rows
 from tests.lakehelp import lake_table, running_worker, wait_caught_up
 
@@ -81,7 +81,10 @@ def test_cache_is_never_stale_after_commits_and_folds(
     settings.ingest.fold_interval = 3600.0  # folds happen when the test says
     settings.ingest.maintenance_interval = 0.0
     plain_settings = gateway_settings(pg_dsn, lake_dir, ["public.items"], cache_bytes=0)
-    cached, plain = Gateway(settings).open(), Gateway(plain_settings).open()
+    cached, plain = (
+        Gateway(settings.lake, settings.sources, settings.gateway).open(),
+        Gateway(plain_settings.lake, plain_settings.sources, plain_settings.gateway).open(),
+    )
     versions: list[tuple[int, list[tuple[Any, ...]]]] = []
     try:
         with running_worker(settings):
@@ -137,7 +140,7 @@ def lake(pg_dsn: str, lake_dir: Path) -> Iterator[tuple[Gateway, Any]]:
     settings = gateway_settings(pg_dsn, lake_dir, [], cache_bytes="256MiB", max_rows=1_000_000)
     catalog = lake_catalog.from_settings(settings.lake)
     catalog.create_namespace("public")
-    gateway = Gateway(settings).open()
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     try:
         yield gateway, catalog
     finally:
@@ -263,7 +266,7 @@ def test_plan_cache_sees_a_new_postgres_table_first_on_the_search_path(
     catalog = lake_catalog.from_settings(settings.lake)
     catalog.create_namespace("public")
     catalog.create_table("public.q", _numbers(0, 1).schema).append(_numbers(0, 5))
-    gateway = Gateway(settings).open()
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     try:
         for _ in range(2):
             assert gateway.query("SELECT count(*) AS n FROM public.q").route == "duckdb"
@@ -281,7 +284,7 @@ def test_plan_cache_sees_a_new_postgres_table_first_on_the_search_path(
 def test_closing_a_result_ends_its_duckdb_transaction(tmp_path: Path) -> None:
     """An Arrow reader not read to its end keeps DuckDB's transaction open (and every table dropped after it
     in memory) even after its cursor is closed; DuckDBResult.close closes the reader first."""
-    from connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
+    from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
 
     engine = DuckDBEngine(DuckDBConfig(warehouse=str(tmp_path)))
     engine.open()
@@ -300,7 +303,7 @@ def test_closing_a_result_ends_its_duckdb_transaction(tmp_path: Path) -> None:
 
 def test_cache_takes_at_most_half_of_duckdbs_memory(pg_dsn: str, lake_dir: Path) -> None:
     settings = gateway_settings(pg_dsn, lake_dir, [], cache_bytes="4GiB", duckdb_memory_limit="512MiB")
-    gateway = Gateway(settings).open()
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     try:
         assert 0 < gateway.cache.budget <= 256 * 2**20
         assert gateway.cache_figures()["budget_bytes"] == gateway.cache.budget
@@ -343,21 +346,25 @@ def test_postgres_table_is_served_from_the_cache_only_while_the_server_is_unchan
                 totals[labels[region]] = totals.get(labels[region], 0) + amount
         return [{"label": k, "total": v} for k, v in sorted(totals.items())]
 
-    gateway = Gateway(settings).open()
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     try:
         assert gateway.query(sql).table.to_pylist() == expected()
         assert gateway.cache.wait_idle()
         assert "SELECT * FROM lakegate_cache." in _plan_sql(gateway, sql).split('"pg.public.regions" AS')[1]
         hits = gateway.cache.stats.hits
         assert gateway.query(sql).table.to_pylist() == expected()
-        assert gateway.cache.stats.hits >= hits + 2, "the lake table and the PostgreSQL table come from the cache"
+        assert gateway.cache.stats.hits >= hits + 2, (
+            "the lake table and the PostgreSQL table come from the cache"
+        )
 
         pg.execute("UPDATE regions SET label = 'renamed' WHERE code = 'r1'")
         got = gateway.query(sql).table.to_pylist()
         assert {"label": "renamed", "total": expected()[-1]["total"]} in got and got == expected()
         assert '"pg.public.regions"' not in _plan_sql(gateway, sql), "after a write the table is read live"
 
-        clock = "SELECT count(*) AS n FROM lake.public.sales s JOIN pg.public.region_clock c ON c.code = s.region"
+        clock = (
+            "SELECT count(*) AS n FROM lake.public.sales s JOIN pg.public.region_clock c ON c.code = s.region"
+        )
         assert gateway.query(clock).table.to_pylist() == [{"n": 500}]
         assert gateway.cache.wait_idle()
         assert '"pg.public.region_clock"' not in _plan_sql(gateway, clock), "a view is never cached"

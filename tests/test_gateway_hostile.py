@@ -14,8 +14,8 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from connectors.iceberg import catalog as lake_catalog
-from connectors.query import PERMISSION, QueryError
+from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.query import PERMISSION, QueryError
 from tests.gateway_fixtures.harness import (
     FIXTURES,
     LiveServer,

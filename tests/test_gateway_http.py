@@ -23,8 +23,8 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from gateway.http import check_bind
-from gateway.service import Gateway
+from lakegate.gateway.http import check_bind
+from lakegate.gateway.service import Gateway
 from lakegate.settings import SettingsError
 from tests.gateway_fixtures.harness import (
     LiveServer,

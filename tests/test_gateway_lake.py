@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway.errors import BadRequest, NotFound
-from gateway.service import Gateway
+from lakegate.gateway.errors import BadRequest, NotFound
+from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of, same_rows
 from tests.lakehelp import lake_table, running_worker, wait_caught_up
 
@@ -58,7 +58,7 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
         3600.0  # the state table stays as the snapshot left it: the gateway merges
     )
     settings.ingest.maintenance_interval = 0.0
-    gateway = Gateway(settings).open()
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     versions: list[tuple[int, int, list[tuple[Any, ...]]]] = []
     try:
         with running_worker(settings):

@@ -13,7 +13,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from gateway.service import Gateway
+from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import (
     FIXTURES,
     Case,
@@ -65,7 +65,7 @@ def env(
             wait_caught_up(conn)
             conn.execute(CHANGES)
             wait_caught_up(conn)
-        gateway = Gateway(settings).open()
+        gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
         try:
             yield gateway, conn
         finally:

@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 
-from connectors.changes import parse_lsn
+from lakegate.connectors.changes import parse_lsn
 from tests.lakehelp import (
     assert_lake_equals_source,
     lake_table,
@@ -198,7 +198,7 @@ def test_idle_published_tables_do_not_hold_wal_back(pg, pg_dsn, lake_dir) -> Non
 def test_a_slow_lake_makes_the_worker_stop_reading_instead_of_buffering(
     pg, pg_dsn, lake_dir, monkeypatch
 ) -> None:
-    from connectors.iceberg.writer import LakeTable
+    from lakegate.connectors.iceberg.writer import LakeTable
 
     original = LakeTable.append
 
@@ -285,7 +285,7 @@ def test_a_snapshot_whose_copy_is_cut_off_is_copied_again(
     pg, pg_dsn, lake_dir, monkeypatch, reader: str
 ) -> None:
     """The COPY's session dies mid-snapshot: the worker retries, copies the table again, and the lake is exact."""
-    from connectors.postgres import snapshot
+    from lakegate.connectors.postgres import snapshot
 
     use_reader(monkeypatch, reader)
     monkeypatch.setattr(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import psycopg
 
-from connectors.iceberg import maintenance
 from lakegate.cli import main as cli_main
+from lakegate.connectors.iceberg import maintenance
 from tests.lakehelp import (
     assert_lake_equals_source,
     lake_table,

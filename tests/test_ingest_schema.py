@@ -2,7 +2,7 @@
 
 import psycopg
 
-from connectors.changes import parse_lsn
+from lakegate.connectors.changes import parse_lsn
 from tests.lakehelp import (
     assert_lake_equals_source,
     lake_table,

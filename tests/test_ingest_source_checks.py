@@ -9,9 +9,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from connectors.errors import SlotInUse, SourceConfigError
-from ingest.worker import Worker
 from lakegate import embedded
+from lakegate.connectors.errors import SlotInUse, SourceConfigError
+from lakegate.ingest.worker import Worker
 from tests.lakehelp import assert_lake_equals_source, make_settings, running_worker, wait_caught_up
 
 
@@ -24,7 +24,7 @@ def test_wal_level_replica_is_explained(tmp_path: Path, lake_dir) -> None:
         with pytest.raises(
             SourceConfigError, match="wal_level is 'replica'.*ALTER SYSTEM SET wal_level = logical"
         ):
-            Worker(settings).run()
+            Worker(settings.lake, settings.sources[0], settings.ingest).run()
     finally:
         server.stop("immediate")
 
@@ -53,7 +53,7 @@ def test_role_without_replication_is_explained_and_an_owner_with_replication_wor
             SourceConfigError,
             match="role 'lg_plain' may not start logical replication.*ALTER ROLE lg_plain REPLICATION",
         ):
-            Worker(plain).run()
+            Worker(plain.lake, plain.sources[0], plain.ingest).run()
         settings = make_settings(_role_dsn(pg_dsn, "lg_repl"), lake_dir / "repl", ["public.owned"])
         with running_worker(settings):
             wait_caught_up(pg)
@@ -71,7 +71,7 @@ def test_slot_in_use_names_the_process_and_the_second_worker_waits(pg, pg_dsn, l
     settings = make_settings(pg_dsn, lake_dir, ["public.s"])
     with running_worker(settings):
         wait_caught_up(pg)
-        second = Worker(settings)
+        second = Worker(settings.lake, settings.sources[0], settings.ingest)
         thread = threading.Thread(target=second.run, daemon=True)
         thread.start()
         deadline = time.monotonic() + 30

@@ -3,7 +3,7 @@
 import psycopg
 import pytest
 
-from ingest.worker import Worker
+from lakegate.ingest.worker import Worker
 from tests.lakehelp import (
     assert_lake_equals_source,
     make_settings,
@@ -84,12 +84,12 @@ def test_type_round_trip(pg: psycopg.Connection, pg_dsn: str, lake_dir, phase: s
 def test_unsupported_type_is_refused_with_table_column_and_type(
     pg: psycopg.Connection, pg_dsn: str, lake_dir
 ) -> None:
-    from connectors.errors import SourceConfigError
+    from lakegate.connectors.errors import SourceConfigError
 
     pg.execute("CREATE TABLE shapes (id int PRIMARY KEY, area point)")
     settings = make_settings(pg_dsn, lake_dir, ["public.shapes"])
     with pytest.raises(SourceConfigError, match=r"public\.shapes.*'area'.*point"):
-        Worker(settings).run()
+        Worker(settings.lake, settings.sources[0], settings.ingest).run()
 
 
 @pytest.mark.parametrize("reader", ["duckdb", "psql", "libpq"])
@@ -113,14 +113,14 @@ def test_a_value_the_lake_cannot_hold_stops_the_snapshot_naming_table_column_and
 ) -> None:
     """Every reader refuses the same values with the same explanation (none stores something else instead:
     DuckDB alone would read the NaN as 0 and wrap the timestamp around)."""
-    from connectors.postgres.types import ConversionError
+    from lakegate.connectors.postgres.types import ConversionError
 
     use_reader(monkeypatch, reader)
     pg.execute(f"CREATE TABLE odd (id int PRIMARY KEY, v {column})")
     pg.execute(f"INSERT INTO odd VALUES (1, NULL), (2, {value})")
     settings = make_settings(pg_dsn, lake_dir, ["public.odd"])
     with pytest.raises(ConversionError, match=rf"table public\.odd, column 'v': .*{message}"):
-        Worker(settings).run()
+        Worker(settings.lake, settings.sources[0], settings.ingest).run()
 
 
 @pytest.mark.parametrize("reader", ["duckdb", "psql"])

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from connectors.errors import SourceConfigError
-from ingest.worker import Worker
+from lakegate.connectors.errors import SourceConfigError
+from lakegate.ingest.worker import Worker
 from tests.lakehelp import (
     assert_lake_equals_source,
     lake_table,
@@ -99,7 +99,7 @@ def test_table_without_key_or_identity_is_refused(pg: psycopg.Connection, pg_dsn
     pg.execute("CREATE TABLE loose (a int, b text)")
     settings = make_settings(pg_dsn, lake_dir, ["public.loose", "public.nothere"])
     with pytest.raises(SourceConfigError) as info:
-        Worker(settings).run()
+        Worker(settings.lake, settings.sources[0], settings.ingest).run()
     message = str(info.value)
     assert "public.loose has no primary key" in message and "REPLICA IDENTITY FULL" in message
     assert "public.nothere does not exist" in message
@@ -127,8 +127,8 @@ def test_state_table_after_fold_equals_source(pg: psycopg.Connection, pg_dsn: st
 def test_snapshot_in_many_chunks(
     pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
 ) -> None:
-    from connectors.iceberg import datafiles
-    from connectors.postgres import snapshot
+    from lakegate.connectors.iceberg import datafiles
+    from lakegate.connectors.postgres import snapshot
 
     use_reader(monkeypatch, reader)
     monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
@@ -154,7 +154,7 @@ def test_snapshot_row_longer_than_a_chunk(
     pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch, reader: str
 ) -> None:
     """psql's reader buffer is a chunk plus 1 MiB: a longer row makes it grow instead of being cut."""
-    from connectors.postgres import snapshot
+    from lakegate.connectors.postgres import snapshot
 
     use_reader(monkeypatch, reader)
     monkeypatch.setattr(snapshot, "CHUNK_BYTES", 20_000)
@@ -202,8 +202,8 @@ def test_an_abandoned_duckdb_snapshot_read_ends_its_postgresql_session(
     pg: psycopg.Connection, pg_dsn: str, monkeypatch
 ) -> None:
     """A worker stopped mid-snapshot closes the chunk iterator: the read is interrupted, its session ends."""
-    from connectors.changes import TableRef
-    from connectors.postgres import introspect, snapshot
+    from lakegate.connectors.changes import TableRef
+    from lakegate.connectors.postgres import introspect, snapshot
 
     monkeypatch.setattr(snapshot, "CHUNK_ROWS", 1000)
     pg.execute("CREATE TABLE many (id int PRIMARY KEY, t text)")
@@ -284,7 +284,7 @@ def test_a_table_duckdb_cannot_read_is_copied_through_the_text_reader(
 ) -> None:
     """A DuckDB error that is not a lost connection (here a binder error, as duplicate names once caused) before
     the first chunk: that table is copied through the text reader, with a warning, instead of retried forever."""
-    from connectors.postgres import duckcopy
+    from lakegate.connectors.postgres import duckcopy
 
     select_sql = duckcopy.select_sql
     monkeypatch.setattr(
@@ -304,7 +304,7 @@ def test_wide_rows_are_read_in_batches_sized_by_bytes_and_converted_in_slices(
 ) -> None:
     """DuckDB's batches are sized from the rows' estimated size (not a fixed row count that would hold GiBs of
     640 kB documents), and a batch larger than SLICE_BYTES is converted a slice at a time."""
-    from connectors.postgres import duckcopy
+    from lakegate.connectors.postgres import duckcopy
 
     sizes: list[int] = []
     batch_rows = duckcopy.batch_rows
@@ -331,7 +331,7 @@ def test_a_duckdb_failure_part_way_copies_the_table_again_through_the_text_reade
 ) -> None:
     """A DuckDB error that is not a lost connection after chunks were written: the partial snapshot is aborted
     and the retry reads text (a deterministic error is not retried forever, and nothing is written twice)."""
-    from connectors.postgres import duckcopy, snapshot
+    from lakegate.connectors.postgres import duckcopy, snapshot
 
     monkeypatch.setattr(snapshot, "_TEXT_ONLY", set())
     monkeypatch.setattr(snapshot, "CHUNK_ROWS", 1000)

@@ -8,10 +8,11 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from connectors.changes import Position, TableRef, format_lsn, parse_lsn
-from connectors.iceberg import merge
-from connectors.postgres import pgoutput
-from connectors.postgres.types import (
+from lakegate import settings as settings_mod
+from lakegate.connectors.changes import Position, TableRef, format_lsn, parse_lsn
+from lakegate.connectors.iceberg import merge
+from lakegate.connectors.postgres import pgoutput
+from lakegate.connectors.postgres.types import (
     ConversionError,
     _days_from_civil,
     numeric_typmod,
@@ -19,7 +20,6 @@ from connectors.postgres.types import (
     parse_date,
     parse_timestamp,
 )
-from lakegate import settings as settings_mod
 
 
 def _tuple(*values: bytes | None | str) -> bytes:
@@ -161,7 +161,7 @@ def test_settings_from_file_and_environment(tmp_path) -> None:
 
 
 def test_conversion_error_names_the_value() -> None:
-    from connectors.postgres.types import _cast, _numeric
+    from lakegate.connectors.postgres.types import _cast, _numeric
 
     codec = _numeric(((5 << 16) | 2) + 4, "string")
     with pytest.raises(ConversionError, match="'NaN' cannot be stored as decimal\\(5,2\\)"):
@@ -171,7 +171,7 @@ def test_conversion_error_names_the_value() -> None:
 
 
 def test_copy_text_format_unescaping_and_psql_environment() -> None:
-    from connectors.postgres.snapshot import _psql_env, parse_text
+    from lakegate.connectors.postgres.snapshot import _psql_env, parse_text
 
     data = b"1\ta\\tb\\nc\\\\d\t\\N\n2\t\t\\\\x00ff\n"
     table = parse_text(data, ["id", "s", "b"])
@@ -192,9 +192,9 @@ def test_data_file_stream_writes_one_file_and_refuses_partitioned_tables(tmp_pat
     from pyiceberg.transforms import IdentityTransform
     from pyiceberg.types import LongType, NestedField, StringType
 
-    from connectors.errors import LakeError
-    from connectors.iceberg import catalog as lake_catalog
-    from connectors.iceberg import datafiles
+    from lakegate.connectors.errors import LakeError
+    from lakegate.connectors.iceberg import catalog as lake_catalog
+    from lakegate.connectors.iceberg import datafiles
 
     catalog = lake_catalog.open_catalog("t", f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
     catalog.create_namespace("n")
@@ -226,9 +226,9 @@ def test_snapshot_commits_both_tables_and_a_failed_change_log_commit_keeps_the_c
     """The state table commits beside the change log. If the change log's commit fails after the state's went
     through, the state's files stay (it is committed) and the change log has no checkpoint, so that the table
     is copied again; nothing else is left behind."""
-    from connectors.changes import Column, Position, TableRef, TableSchema
-    from connectors.iceberg import catalog as lake_catalog
-    from connectors.iceberg import writer
+    from lakegate.connectors.changes import Column, Position, TableRef, TableSchema
+    from lakegate.connectors.iceberg import catalog as lake_catalog
+    from lakegate.connectors.iceberg import writer
 
     catalog = lake_catalog.open_catalog("t", f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
     schema = TableSchema(TableRef("public", "t"), (Column("id", pa.int64(), "bigint", True),), ("id",))

@@ -45,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from connectors.query import (
+from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
     PERMISSION,
@@ -254,7 +254,7 @@ class DuckDBEngine:
 
 
 class DuckDBResult:
-    """One query on its own cursor, read as Arrow batches; see :class:`connectors.query.ResultStream`."""
+    """One query on its own cursor, read as Arrow batches; see :class:`lakegate.connectors.query.ResultStream`."""
 
     def __init__(self, cursor: duckdb.DuckDBPyConnection, sql: str, batch_rows: int) -> None:
         self._cursor = cursor

@@ -9,7 +9,7 @@ from typing import Any
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
 
-from connectors.errors import LakeError
+from lakegate.connectors.errors import LakeError
 
 
 def warehouse_uri(warehouse: str) -> str:

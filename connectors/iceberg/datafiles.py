@@ -35,7 +35,7 @@ from pyiceberg.table.locations import load_location_provider
 from pyiceberg.typedef import Record
 from pyiceberg.utils.properties import property_as_int
 
-from connectors.errors import LakeError
+from lakegate.connectors.errors import LakeError
 
 _PARQUET = FileFormatFactory.get(FileFormat.PARQUET)
 

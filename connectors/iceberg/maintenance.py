@@ -19,10 +19,10 @@ from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, LessThan
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.table import Table, Transaction
 
-from connectors.changes import COMMIT_TS, LSN, SEQ
-from connectors.errors import CommitConflict
-from connectors.iceberg import merge
-from connectors.iceberg.writer import _write_files, checkpoint_of, stamp
+from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
+from lakegate.connectors.errors import CommitConflict
+from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.writer import _write_files, checkpoint_of, stamp
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.changes import COMMIT_TS, LSN, OP, SEQ
+from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ
 
 _ROW = "__row"
 

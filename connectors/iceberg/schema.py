@@ -11,15 +11,15 @@ import pyarrow as pa
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from connectors.changes import COMMIT_TS, LSN, OP, SEQ, TableSchema
-from connectors.errors import SchemaChangeError
+from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, TableSchema
+from lakegate.connectors.errors import SchemaChangeError
 
 STATE, CHANGELOG = "state", "changelog"
 CHANGELOG_SUFFIX = "__changelog"
 
 
 def iceberg_type(arrow: pa.DataType, next_id: Callable[[], int]) -> it.IcebergType:
-    """Arrow type -> Iceberg type (the types :mod:`connectors.postgres.types` produces)."""
+    """Arrow type -> Iceberg type (the types :mod:`lakegate.connectors.postgres.types` produces)."""
     if isinstance(arrow, pa.BaseExtensionType) and arrow.extension_name == "arrow.uuid":
         return it.UUIDType()
     simple = {

@@ -7,7 +7,7 @@ change-log tail into it now and then (copy-on-write of the files holding changed
 it folded up to. Readers get the current state by merging the state table with the tail after that stamp.
 A table without a key (REPLICA IDENTITY FULL) has only the change log.
 
-Every data file is written by :class:`~connectors.iceberg.datafiles.DataFileStream` (pyiceberg's own file
+Every data file is written by :class:`~lakegate.connectors.iceberg.datafiles.DataFileStream` (pyiceberg's own file
 writing, kept open across chunks and with dictionary encoding only where values repeat) and added to a
 pyiceberg snapshot producer, so one commit can hold files written chunk by chunk.
 """
@@ -33,11 +33,11 @@ from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.utils.properties import property_as_bool
 
-from connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, Position, TableRef, TableSchema
-from connectors.errors import CommitConflict, LakeError, SchemaChangeError
-from connectors.iceberg import merge
-from connectors.iceberg.datafiles import DataFileStream
-from connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
+from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, Position, TableRef, TableSchema
+from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
+from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.datafiles import DataFileStream
+from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 import psycopg
 import pyarrow as pa
 
-from connectors.changes import Position, TableRef, TableSchema, format_lsn
-from connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
-from connectors.postgres import duckcopy, introspect, pgoutput
-from connectors.postgres.connection import connect, translated
-from connectors.postgres.introspect import SourceColumn, SourceTable
-from connectors.postgres.pgoutput import UNCHANGED
-from connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
-from connectors.postgres.rowbuffer import (
+from lakegate.connectors.changes import Position, TableRef, TableSchema, format_lsn
+from lakegate.connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
+from lakegate.connectors.postgres import duckcopy, introspect, pgoutput
+from lakegate.connectors.postgres.connection import connect, translated
+from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
+from lakegate.connectors.postgres.pgoutput import UNCHANGED
+from lakegate.connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
+from lakegate.connectors.postgres.rowbuffer import (
     OP_DELETE,
     OP_INSERT,
     OP_TRUNCATE,
@@ -39,8 +39,8 @@ from connectors.postgres.rowbuffer import (
     RowBuffer,
     Segment,
 )
-from connectors.postgres.snapshot import begin_snapshot, copy_chunks
-from connectors.postgres.types import Codec, TypeCatalog
+from lakegate.connectors.postgres.snapshot import begin_snapshot, copy_chunks
+from lakegate.connectors.postgres.types import Codec, TypeCatalog
 
 log = logging.getLogger(__name__)
 

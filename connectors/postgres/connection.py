@@ -9,8 +9,8 @@ from typing import Any
 import psycopg
 from psycopg import conninfo
 
-from connectors.errors import ConnectionLost, SourceConfigError
-from connectors.postgres.types import SESSION_OPTIONS
+from lakegate.connectors.errors import ConnectionLost, SourceConfigError
+from lakegate.connectors.postgres.types import SESSION_OPTIONS
 
 
 def _options(extra: dict[str, str], existing: str | None) -> str:

@@ -1,6 +1,6 @@
 """The snapshot read through DuckDB's postgres extension: ``COPY ... (FORMAT binary)`` decoded in native code.
 
-The text path (:mod:`connectors.postgres.snapshot`) costs PostgreSQL the text output of every value, a ``psql``
+The text path (:mod:`lakegate.connectors.postgres.snapshot`) costs PostgreSQL the text output of every value, a ``psql``
 process to move the bytes, and us a CSV parse and a conversion per column. Binary COPY is cheaper for the server
 (an integer or a timestamp is sent as it is stored) and DuckDB's extension decodes it into Arrow column by
 column, without the GIL: per million rows of the benchmark table this read costs about a third of the CPU of the
@@ -32,11 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import conninfo, sql
 
-from connectors.duckdb.engine import clean_message, load_extensions, sql_string
-from connectors.errors import ConnectionLost, ConnectorError
-from connectors.postgres.connection import connect_kwargs
-from connectors.postgres.introspect import SourceColumn, SourceTable
-from connectors.postgres.types import INT64_INF, Codec, ConversionError
+from lakegate.connectors.duckdb.engine import clean_message, load_extensions, sql_string
+from lakegate.connectors.errors import ConnectionLost, ConnectorError
+from lakegate.connectors.postgres.connection import connect_kwargs
+from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
+from lakegate.connectors.postgres.types import INT64_INF, Codec, ConversionError
 
 log = logging.getLogger(__name__)
 

