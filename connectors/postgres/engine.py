@@ -260,11 +260,14 @@ class PostgresResult:
 
 
 def parse_csv(data: bytes | bytearray, columns: list[str]) -> pa.Table:
-    """PostgreSQL CSV -> string columns; NULL (an unquoted empty field) stays apart from '' (a quoted one)."""
+    """PostgreSQL CSV -> string columns; NULL (an unquoted empty field) stays apart from '' (a quoted one).
+
+    An empty line is a row: a one-column row whose value is NULL (pyarrow skips empty lines by default, which
+    dropped every such row)."""
     return pacsv.read_csv(
         io.BytesIO(data),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=8 * 2**20),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
         convert_options=pacsv.ConvertOptions(
             column_types={c: pa.string() for c in columns},
             null_values=[""],

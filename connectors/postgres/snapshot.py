@@ -90,7 +90,10 @@ def _read_tsv(data: pa.Buffer, columns: list[str], block_size: int) -> pa.Table:
     return pacsv.read_csv(
         pa.BufferReader(data),
         read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
-        parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
+        # an empty line is a row (a one-column row holding ''): pyarrow would skip it by default
+        parse_options=pacsv.ParseOptions(
+            delimiter="\t", quote_char=False, escape_char=False, ignore_empty_lines=False
+        ),
         convert_options=pacsv.ConvertOptions(
             column_types={c: pa.string() for c in columns}, null_values=["\\N"], strings_can_be_null=True
         ),
