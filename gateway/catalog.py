@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import QueryError
-from lakegate.gateway.errors import NotFound, Unavailable
+from lakegate.gateway.errors import Forbidden, NotFound, Unavailable
 from lakegate.gateway.lake import Lake
 
 LAKE, POSTGRES = "lake", "postgres"
@@ -34,6 +34,41 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
 """
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+
+#: PostgreSQL relations that hold secrets or other sessions' data (password hashes, user-mapping options,
+#: configuration files, other sessions' query text, sampled column values, large objects, connection strings
+#: of subscriptions): never readable through the gateway, on either route and whatever the source role may read.
+PROTECTED = {
+    "pg_catalog": frozenset(
+        {
+            "pg_authid",
+            "pg_shadow",
+            "pg_user_mapping",
+            "pg_user_mappings",
+            "pg_hba_file_rules",
+            "pg_ident_file_mappings",
+            "pg_file_settings",
+            "pg_settings",
+            "pg_db_role_setting",
+            "pg_config",
+            "pg_largeobject",
+            "pg_largeobject_metadata",
+            "pg_subscription",
+            "pg_replication_slots",
+            "pg_replication_origin_status",
+            "pg_backend_memory_contexts",
+            "pg_shmem_allocations",
+            "pg_foreign_server",
+        }
+    ),
+    "information_schema": frozenset(
+        {"user_mapping_options", "user_mappings", "foreign_server_options", "foreign_servers"}
+    ),
+}
+#: In pg_catalog, every statistics relation (pg_statistic's sampled values, pg_stat_activity's query text of
+#: other sessions, pg_stat_replication, ...); in any schema, the pg_stat_statements extension's views.
+PROTECTED_PREFIXES = ("pg_stat", "pg_statio_")
+PROTECTED_ANYWHERE = frozenset({"pg_stat_statements", "pg_stat_statements_info"})
 
 
 @dataclass(frozen=True)
@@ -135,13 +170,13 @@ class Catalog:
             source = self._source(idents[0], written)
             found = self._find(source, idents[1], idents[2], lake_listing, consulted)
             if found:
-                return found
+                return protect(found)
         else:
             schema = idents[0] if len(idents) == 2 else exp.to_identifier(DEFAULT_SCHEMA)
             for source in self.search_path:
                 found = self._find(source, schema, idents[-1], lake_listing, consulted)
                 if found:
-                    return found
+                    return protect(found)
         raise NotFound(f"table {written} does not exist{self._suggest(idents, lake_listing)}")
 
     def _source(self, ident: exp.Identifier, written: str) -> str:
@@ -196,6 +231,24 @@ class Catalog:
         if not close:
             return f" in any source (searched {', '.join(self.search_path)})"
         return f"; did you mean {', '.join(_pretty(n) for n in close[:3])}?"
+
+
+def protect(ref: TableRef) -> TableRef:
+    """``ref``, unless it is a PostgreSQL relation that holds secrets (:data:`PROTECTED`): then 403."""
+    if ref.kind != POSTGRES:
+        return ref
+    hidden = (
+        ref.name in PROTECTED.get(ref.schema, ())
+        or ref.name in PROTECTED_ANYWHERE
+        or (ref.schema == "pg_catalog" and ref.name.startswith(PROTECTED_PREFIXES))
+    )
+    if hidden:
+        raise Forbidden(
+            f"{ref.schema}.{ref.name} (of source {ref.source!r}) is not readable through the gateway: it holds "
+            "secrets or other sessions' data (passwords, connection options, configuration, query texts, "
+            "sampled values); SHOW TABLES, DESCRIBE and GET /v1/schema describe what can be queried"
+        )
+    return ref
 
 
 def _fold(ident: exp.Identifier) -> str:

@@ -314,6 +314,8 @@ DENIED_NAMES = frozenset(
         "inet_server_addr",
         "inet_server_port",
         "inet_client_addr",
+        "inet_client_port",
+        "setseed",  # session state that outlives the query on a pooled PostgreSQL session
         "to_file",
         "load_extension",
         "sql_auto_complete",

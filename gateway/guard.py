@@ -13,8 +13,6 @@ The engines are sandboxed as well (layer 3, :mod:`lakegate.connectors.duckdb.eng
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from sqlglot import exp
 
 from lakegate.gateway import functions
@@ -166,13 +164,6 @@ def function_name(node: exp.Func) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
     return node.sql_name().lower()
-
-
-def iter_tables(ast: exp.Expression) -> Iterator[exp.Table]:
-    """Table references (not table functions) anywhere in ``ast``."""
-    for table in ast.find_all(exp.Table):
-        if not isinstance(table.this, exp.Func):
-            yield table
 
 
 def _forbidden(node: exp.Expression | exp.Func, message: str) -> Forbidden:

@@ -28,9 +28,9 @@ from typing import Any, cast
 
 from sqlglot import exp
 
+from lakegate.gateway import scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
-from lakegate.gateway.guard import iter_tables
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
 
@@ -124,12 +124,9 @@ class Router:
         ast = ast.copy()
         if isinstance(ast, exp.Subquery) and not ast.args.get("alias"):
             ast = cast(exp.Expression, ast.unnest())
-        ctes = {_fold(cte.args["alias"].this) for cte in ast.find_all(exp.CTE) if cte.args.get("alias")}
         resolved: list[tuple[exp.Table, TableRef]] = []
         consulted: dict[str, bool] = {}
-        for table in list(iter_tables(ast)):
-            if not table.args.get("db") and _fold(table.this) in ctes:
-                continue
+        for table in scope.bind(ast).tables:  # names of CTEs in scope are not looked up (SQL scoping)
             resolved.append((table, self.catalog.resolve(table, listing, consulted)))
         names = tuple(dict.fromkeys(str(ref) for _, ref in resolved))
         sources = {ref.source for _, ref in resolved}
@@ -226,6 +223,7 @@ class Router:
                 table.set("db", _ident(ref.schema))
                 table.set("this", _ident(ref.name))
                 pg_tables.append((table, ref))
+        scope.verify(ast, {(view,) for view in lakes} | {(r.source, r.schema, r.name) for _, r in pg_tables})
         _strip_column_parts(ast, keep_db=False)
         _name_generator_columns(ast)
         _name_like_postgres(ast)
@@ -373,10 +371,6 @@ def _view_name(ref: TableRef, travel: TimeTravel | None) -> str:
 
 def _ident(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=not _SIMPLE.fullmatch(name))
-
-
-def _fold(ident: exp.Expression) -> str:
-    return ident.name if isinstance(ident, exp.Identifier) and ident.quoted else ident.name.lower()
 
 
 def _bad(node: exp.Expression, message: str) -> BadRequest:

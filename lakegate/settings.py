@@ -39,6 +39,10 @@ __all__ = [
 ]
 
 
+#: Names of DuckDB's own databases: a source attached under one of them would be ambiguous in the gateway's SQL.
+RESERVED_SOURCE_NAMES = frozenset({"system", "temp", "memory", "main"})
+
+
 @dataclass
 class Settings:
     lake: LakeSettings = field(default_factory=LakeSettings)
@@ -128,6 +132,12 @@ def _validate(settings: Settings) -> None:
     names = [s.name for s in settings.sources]
     if len(set(names)) != len(names):
         raise SettingsError(f"source names must be unique, got {names}")
+    reserved = [n for n in names if n.lower() in RESERVED_SOURCE_NAMES]
+    if reserved:
+        raise SettingsError(
+            f"source name {reserved[0]!r} is reserved (DuckDB's own databases are named "
+            f"{', '.join(sorted(RESERVED_SOURCE_NAMES))}); rename the source"
+        )
     if settings.lake.name in names:
         raise SettingsError(f"source name {settings.lake.name!r} is also the lake's name; rename one of them")
     owners: dict[str, str] = {}

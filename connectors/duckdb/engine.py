@@ -171,6 +171,7 @@ class DuckDBEngine:
             "SET pg_staleness_query_enabled = true",  # tables created in PostgreSQL after ATTACH are seen
             f"SET pg_statement_timeout_millis = {int(timeout)}" if timeout else "",
             f"SET allowed_directories = [{sql_string(warehouse_dir(self.config.warehouse))}]",
+            "SET GLOBAL python_enable_replacements = false",  # no table named like a Python variable scans it
             "SET autoinstall_known_extensions = false",
             "SET autoload_known_extensions = false",
             "SET enable_external_access = false",
@@ -193,7 +194,10 @@ class DuckDBEngine:
                 self.db.cursor()
                 .execute(
                     "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
-                    "WHERE function_type IN ('scalar', 'aggregate', 'macro', 'window')"
+                    "WHERE function_type IN ('scalar', 'aggregate', 'macro', 'window') "
+                    # macros that read DuckDB's own catalog (format_type, get_block_size, ...)
+                    "AND NOT regexp_matches(coalesce(macro_definition, ''), "
+                    "'duckdb_|pragma_|\"system\"|information_schema|pg_catalog')"
                 )
                 .fetchall()
             )

@@ -86,3 +86,106 @@
 408 || time limit || SELECT count(*) FROM pg.public.secrets a, generate_series(1, 50000000) b, generate_series(1, 100) c
 413 || larger than || SELECT a, repeat('x', 1000) AS filler FROM generate_series(1, 100000) a CROSS JOIN generate_series(1, 100) b
 413 || larger than || SELECT repeat('x', 200000) AS filler FROM pg.public.secrets, generate_series(1, 100) g
+# --- 9.1 name resolution follows SQL scoping: a CTE name is visible only in its own WITH's scope
+404 || does not exist || SELECT path FROM duckdb_databases, (WITH duckdb_databases AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT * FROM pragma_database_list, (WITH pragma_database_list AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT name, value FROM duckdb_settings, (WITH duckdb_settings AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT * FROM (WITH duckdb_secrets AS (SELECT 1) SELECT 1) a, (SELECT * FROM duckdb_secrets) b
+404 || does not exist || WITH a AS (WITH duckdb_databases AS (SELECT 1) SELECT 1) SELECT path FROM duckdb_databases
+404 || does not exist || SELECT 1 WHERE EXISTS (SELECT path FROM duckdb_databases) AND EXISTS (WITH duckdb_databases AS (SELECT 1) SELECT 1)
+404 || does not exist || SELECT (SELECT string_agg(path, ',') FROM duckdb_databases), (WITH duckdb_databases AS (SELECT 1 AS x) SELECT x FROM duckdb_databases)
+404 || does not exist || SELECT * FROM lake.public.facts f, LATERAL (SELECT path FROM duckdb_databases) d, (WITH duckdb_databases AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT * FROM lake.public.facts f CROSS JOIN LATERAL (SELECT path FROM duckdb_databases WHERE f.id = 1) d
+404 || does not exist || (WITH duckdb_databases AS (SELECT 'x' AS path) SELECT path FROM duckdb_databases) UNION ALL SELECT path FROM duckdb_databases
+404 || does not exist || SELECT path FROM duckdb_databases UNION ALL (WITH duckdb_databases AS (SELECT 'x' AS path) SELECT path FROM duckdb_databases)
+404 || does not exist || SELECT path FROM duckdb_databases INTERSECT SELECT 'x' FROM (WITH duckdb_databases AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT path FROM duckdb_databases EXCEPT SELECT 'x' FROM (WITH duckdb_databases AS (SELECT 1) SELECT 1) s
+404 || does not exist || WITH duckdb_databases AS (SELECT path FROM duckdb_databases) SELECT * FROM duckdb_databases
+404 || does not exist || WITH a AS (SELECT path FROM duckdb_databases), duckdb_databases AS (SELECT 'x' AS path) SELECT * FROM a
+404 || does not exist || SELECT * FROM lake.public.facts WHERE id IN (SELECT 1 FROM duckdb_temporary_files) AND id IN (WITH duckdb_temporary_files AS (SELECT 1) SELECT 1)
+404 || does not exist || SELECT * FROM lake.public.facts f JOIN duckdb_extensions e ON true JOIN (WITH duckdb_extensions AS (SELECT 1) SELECT 1) s ON true
+404 || does not exist || SELECT * FROM (lake.public.facts f JOIN duckdb_memory m ON true), (WITH duckdb_memory AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT ARRAY(SELECT path FROM duckdb_databases), (WITH duckdb_databases AS (SELECT 1) SELECT 1)
+404 || does not exist || SELECT * FROM generate_series(1, (SELECT count(*) FROM duckdb_tables)::int), (WITH duckdb_tables AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT * FROM lakegate_cache.t1, (WITH t1 AS (SELECT 1) SELECT 1) s
+404 || does not exist || SELECT * FROM duckdb_views, (WITH "duckdb_views" AS (SELECT 1) SELECT 1) s
+404 || does not exist || WITH "DUCKDB_DATABASES" AS (SELECT 'x' AS path) SELECT path FROM duckdb_databases
+400 || recursive || WITH RECURSIVE duckdb_databases AS (SELECT * FROM duckdb_databases) SELECT path FROM duckdb_databases
+400 || recursive || WITH RECURSIVE duckdb_databases AS (SELECT path FROM duckdb_databases UNION ALL SELECT 'x') SELECT * FROM duckdb_databases
+400 || recursive || WITH RECURSIVE duckdb_databases AS (SELECT 'x' AS path UNION ALL SELECT d.path FROM (SELECT * FROM duckdb_databases) d) SELECT * FROM duckdb_databases
+400 || recursive || WITH RECURSIVE duckdb_databases AS (SELECT 'x' AS path INTERSECT SELECT path FROM duckdb_databases) SELECT * FROM duckdb_databases
+400 || recursive || WITH RECURSIVE duckdb_databases AS (SELECT 'x' AS path UNION ALL SELECT path FROM duckdb_databases WHERE path IN (SELECT path FROM duckdb_databases)) SELECT * FROM duckdb_databases LIMIT 3
+400 || later || WITH RECURSIVE x AS (SELECT path FROM duckdb_databases UNION ALL SELECT path FROM x), duckdb_databases AS (SELECT 'a' AS path) SELECT * FROM x
+400 || constant || WITH duckdb_databases AS (SELECT 1 AS x) SELECT * FROM lake.public.facts FOR VERSION AS OF (SELECT x FROM duckdb_databases)
+400 || constant || SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF (SELECT path FROM duckdb_databases LIMIT 1)
+400 || constant || SELECT * FROM lake.public.facts FOR VERSION AS OF (SELECT max(id) FROM pg.public.secrets)
+200 || "v":7 || WITH facts AS (SELECT 7 AS v) SELECT v FROM facts
+200 || "s":15 || WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT sum(n) AS s FROM r
+200 || "v":11 || WITH c AS (SELECT 1 AS v) SELECT * FROM (WITH c AS (SELECT v + 10 AS v FROM c) SELECT v FROM c) s
+200 || "n":100 || SELECT (SELECT count(*) FROM facts) AS n FROM (WITH facts AS (SELECT 1) SELECT 1) s
+200 || "n":10 || SELECT count(*) AS n FROM secrets, (WITH secrets AS (SELECT 1) SELECT 1) s
+200 || "n":2 || WITH a AS (SELECT 1 AS v) SELECT count(*) AS n FROM (SELECT v FROM a UNION ALL SELECT v FROM a) u
+200 || "n":4950 || WITH facts AS (SELECT sum(v) AS n FROM facts) SELECT n FROM facts
+200 || "n":3 || WITH a AS (SELECT 1 AS v), b AS (SELECT v + 1 AS v FROM a), c AS (SELECT v + 1 AS v FROM b) SELECT v AS n FROM c
+# --- 9.2 no engine internals reachable as tables: DuckDB catalogs, attached databases by internal names, files
+404 || does not exist || SELECT * FROM duckdb_databases
+404 || does not exist || SELECT * FROM duckdb_settings
+404 || does not exist || SELECT * FROM duckdb_secrets
+404 || does not exist || SELECT * FROM pragma_database_list
+404 || does not exist || SELECT * FROM duckdb_tables
+404 || does not exist || SELECT * FROM main.duckdb_columns
+404 || unknown source || SELECT * FROM system.main.duckdb_databases
+404 || unknown source || SELECT * FROM temp.main.duckdb_settings
+404 || unknown source || SELECT * FROM memory.main.duckdb_tables
+404 || unknown source || SELECT * FROM memory.lakegate_cache.t1
+404 || does not exist || SELECT * FROM lakegate_cache.t1
+404 || does not exist || SELECT * FROM lake.lakegate_cache.t1
+404 || does not exist || SELECT * FROM "lake.public.facts"
+404 || does not exist || SELECT * FROM lake.public.facts__changelog
+404 || does not exist || SELECT * FROM '*.parquet'
+404 || does not exist || SELECT * FROM 'warehouse/public/facts/data/*.parquet'
+404 || does not exist || SELECT * FROM "/etc/passwd.csv"
+403 || glob || SELECT * FROM glob('**')
+403 || duckdb_databases || SELECT * FROM duckdb_databases()
+403 || pragma_database_list || SELECT * FROM pragma_database_list()
+403 || current_setting || SELECT current_setting('memory_limit')
+403 || format_type || SELECT format_type(23, -1)
+403 || get_block_size || SELECT get_block_size('memory')
+403 || pragma_table_info || SELECT * FROM pragma_table_info('duckdb_settings')
+403 || duckdb_constraints || SELECT * FROM lake.public.facts, duckdb_constraints()
+403 || histogram || SELECT * FROM histogram(lake.public.facts, v)
+403 || iceberg_snapshots || SELECT * FROM iceberg_snapshots('warehouse/public/facts')
+404 || does not exist || SELECT * FROM information_schema.duckdb_settings
+404 || does not exist || SELECT * FROM lake.information_schema.tables
+404 || does not exist || SELECT * FROM lake.pg_catalog.pg_class
+# --- 9.3 secrets in PostgreSQL catalogs stay hidden on both routes
+403 || secrets || SELECT * FROM pg_catalog.pg_authid
+403 || secrets || SELECT rolname, rolpassword FROM pg.pg_catalog.pg_authid
+403 || secrets || SELECT * FROM PG_CATALOG.PG_SHADOW
+403 || secrets || SELECT * FROM "pg_catalog"."pg_shadow"
+403 || secrets || SELECT * FROM pg_catalog.pg_user_mappings
+403 || secrets || SELECT * FROM pg_catalog.pg_user_mapping
+403 || secrets || SELECT * FROM pg_catalog.pg_hba_file_rules
+403 || secrets || SELECT * FROM pg_catalog.pg_file_settings
+403 || secrets || SELECT * FROM pg_catalog.pg_settings
+403 || secrets || SELECT query FROM pg_catalog.pg_stat_activity
+403 || secrets || SELECT * FROM pg.pg_catalog.pg_stat_activity a JOIN lake.public.facts f ON true
+403 || secrets || SELECT * FROM pg_catalog.pg_statistic
+403 || secrets || SELECT * FROM pg_catalog.pg_stats
+403 || secrets || SELECT * FROM pg_catalog.pg_largeobject
+403 || secrets || SELECT * FROM pg_catalog.pg_subscription
+403 || secrets || SELECT * FROM pg_catalog.pg_db_role_setting
+403 || secrets || SELECT * FROM information_schema.user_mapping_options
+403 || secrets || SELECT count(*) FROM lake.public.facts WHERE id IN (SELECT 1 FROM pg.pg_catalog.pg_authid)
+403 || secrets || WITH a AS (SELECT * FROM pg_catalog.pg_authid) SELECT count(*) FROM a
+403 || secrets || SELECT (SELECT count(*) FROM pg_catalog.pg_shadow) AS n FROM pg.public.secrets
+403 || pg_ls_logdir || SELECT * FROM pg_ls_logdir()
+403 || pg_current_logfile || SELECT pg_current_logfile() FROM pg.public.secrets
+403 || pg_show_all_settings || SELECT * FROM pg_show_all_settings()
+403 || pg_stat_get_activity || SELECT pg_catalog.pg_stat_get_activity(NULL) FROM pg.public.secrets
+403 || pg_hba_file_rules || SELECT * FROM pg_hba_file_rules()
+403 || current_setting || SELECT pg_catalog.current_setting('config_file') FROM pg.public.secrets
+403 || setseed || SELECT setseed(0.5) FROM pg.public.secrets
+403 || query_to_xml || SELECT query_to_xml('SELECT * FROM pg_authid', true, true, '') FROM pg.public.secrets
+403 || ts_stat || SELECT * FROM ts_stat('SELECT rolpassword::tsvector FROM pg_authid')
+200 || "n":10 || SELECT count(*) AS n FROM pg_catalog.pg_class c JOIN pg.public.secrets s ON c.relname = 'secrets'
