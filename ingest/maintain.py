@@ -56,12 +56,14 @@ class MaintenanceThread(threading.Thread):
         refs: list[TableRef],
         stop: threading.Event,
         appended: Callable[[TableRef], int],
+        active: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(name="lakegate-maintenance", daemon=True)
         self.cfg = cfg
         self.refs = refs
         self.stop_event = stop
         self.appended = appended  #: rows the worker has appended to a table's change log so far
+        self.active = active  #: whether the worker holds the source's lease (no upkeep beside another worker)
         self.catalog = lake_catalog.from_settings(lake)
         self.tables: dict[TableRef, LakeTable] = {}
         self.folds = 0
@@ -80,6 +82,8 @@ class MaintenanceThread(threading.Thread):
         folded_rows = {ref: 0 for ref in self.refs}
         last_maintenance = time.monotonic()
         while not self.stop_event.wait(0.5):
+            if not self.active():
+                continue
             now = time.monotonic()
             for ref in self.refs:
                 appended = self.appended(ref)
@@ -114,6 +118,7 @@ class MaintenanceThread(threading.Thread):
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:
+    from lakegate.connectors.postgres import lease
     from lakegate.connectors.postgres.connection import connect
     from lakegate.connectors.postgres.replication import slot_info
 
@@ -124,12 +129,17 @@ def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: lis
             raise SourceConfigError(f"{ref} is not in any source's 'replicate' list")
         with connect(source.dsn, application_name="lakegate-maintain") as conn:
             info = slot_info(conn, source.slot)
-        if info is not None and info.active_pid is not None:
-            raise SourceConfigError(
-                f"the ingest worker is running (slot {source.slot!r} is active in process "
-                f"{info.active_pid}); stop it before re-snapshotting {ref}"
-            )
-        LakeTable.open(catalog, ref).drop()
+            if info is not None and info.active_pid is not None:
+                raise SourceConfigError(
+                    f"the ingest worker is running (slot {source.slot!r} is active in process "
+                    f"{info.active_pid}); stop it before re-snapshotting {ref}"
+                )
+            if not lease.try_acquire(conn, source.slot):  # held until this connection closes
+                raise SourceConfigError(
+                    f"the ingest worker of source {source.name!r} is running ({lease.holder(conn, source.slot)}); "
+                    f"stop it before re-snapshotting {ref}"
+                )
+            LakeTable.open(catalog, ref).drop()
         print(f"dropped the lake tables of {ref}; the next 'lakegate ingest' copies it again")
 
 

@@ -29,6 +29,7 @@ from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres.cdc import Flush, PostgresSource
+from lakegate.connectors.postgres.lease import WorkerBusy
 from lakegate.connectors.postgres.rowbuffer import Segment
 from lakegate.connectors.postgres.types import ConversionError
 from lakegate.ingest.committer import Committer
@@ -38,6 +39,8 @@ from lakegate.ingest.progress import Progress
 from lakegate.ingest.toast import fill_unchanged
 
 log = logging.getLogger("lakegate.ingest")
+
+BUSY_RETRY = 3.0  #: seconds between attempts to take the lease another worker holds
 
 
 class Interrupted(Exception):
@@ -63,6 +66,7 @@ class Worker:
         self.status: dict[TableRef, TableStatus] = {ref: TableStatus() for ref in self.refs}
         self.stopping = threading.Event()
         self.streaming = threading.Event()  #: set while the worker streams (snapshot done)
+        self.leased = threading.Event()  #: set while this worker holds the source's lease (upkeep runs only then)
         self.flushes = 0
         self.rows_written = 0
         self.on_flush: Callable[[Flush], None] | None = None
@@ -75,7 +79,12 @@ class Worker:
         """Run until stopped; retry transient faults with backoff; raise fatal ones."""
         done = threading.Event()
         upkeep = MaintenanceThread(
-            self.lake_settings, self.cfg, self.refs, done, lambda ref: self.status[ref].rows_appended
+            self.lake_settings,
+            self.cfg,
+            self.refs,
+            done,
+            lambda ref: self.status[ref].rows_appended,
+            active=self.leased.is_set,
         )
         upkeep.start()
         try:
@@ -86,17 +95,26 @@ class Worker:
 
     def _run_with_retries(self) -> None:
         backoff = 0.5
+        waiting_since: float | None = None  #: standing by while another worker holds the lease
         while not self.stopping.is_set():
             started = time.monotonic()
             try:
                 self.run_once()
                 return
+            except WorkerBusy as exc:
+                # a standby: try every few seconds so that it takes over soon after the other one stops
+                if waiting_since is None or started - waiting_since >= 60:
+                    log.warning("%s", exc)
+                    waiting_since = started
+                self.stopping.wait(BUSY_RETRY)
+                continue
             except TransientError as exc:
                 if time.monotonic() - started > 30:
                     backoff = 0.5
                 log.warning("%s; retrying in %.1fs", exc, backoff)
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
+            waiting_since = None
 
     def run_once(self) -> None:
         source = PostgresSource(
@@ -110,7 +128,8 @@ class Worker:
         source.on_table_failed = self._table_failed
         self.source = source
         try:
-            schemas = source.prepare()
+            schemas = source.prepare()  # takes the lease first: nothing below runs beside another worker
+            self.leased.set()
             self._open_lake(schemas)
             self._snapshot(source)
             checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.refs}
@@ -119,6 +138,7 @@ class Worker:
             self._stream(source)
         finally:
             self.streaming.clear()
+            self.leased.clear()
             source.close()
 
     # ------------------------------------------------------------------------------------------ snapshot
@@ -154,6 +174,7 @@ class Worker:
                         raise Interrupted(f"stopped during the snapshot of {ref}")
                     sink.write(chunk)
                     progress.update(chunk.num_rows)
+                source.check_session()  # still the lease holder: only then commit
             progress.done()
             log.info("snapshot of %s complete: %d rows at %s", ref, sink.rows, format_lsn(position.lsn + 1))
 

@@ -66,7 +66,7 @@ def test_role_without_replication_is_explained_and_an_owner_with_replication_wor
             pg.execute(f"DROP ROLE {role}")
 
 
-def test_slot_in_use_names_the_process_and_the_second_worker_waits(pg, pg_dsn, lake_dir, caplog) -> None:
+def test_a_second_worker_names_the_first_and_waits(pg, pg_dsn, lake_dir, caplog) -> None:
     pg.execute("CREATE TABLE s (id int PRIMARY KEY)")
     settings = make_settings(pg_dsn, lake_dir, ["public.s"])
     with running_worker(settings):
@@ -76,15 +76,39 @@ def test_slot_in_use_names_the_process_and_the_second_worker_waits(pg, pg_dsn, l
         thread.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not any(
-            "is in use by server process" in r.getMessage() for r in caplog.records
+            "another lakegate worker" in r.getMessage() for r in caplog.records
         ):
             time.sleep(0.1)
         second.stopping.set()
         thread.join(30)
-    messages = [r.getMessage() for r in caplog.records if "is in use" in r.getMessage()]
-    assert messages and "another lakegate worker is probably running" in messages[0], messages
-    assert "pg_terminate_backend(" in messages[0]
-    assert issubclass(SlotInUse, Exception)
+    messages = [r.getMessage() for r in caplog.records if "another lakegate worker" in r.getMessage()]
+    assert messages and "server process" in messages[0] and "lakegate-ingest" in messages[0], messages
+    assert "pg_terminate_backend(" in messages[0] and "waits" in messages[0]
+    assert not second.leased.is_set() and not second.lake, "the second worker opened the lake"
+
+
+def test_a_slot_held_by_another_program_is_named(pg, pg_dsn, lake_dir) -> None:
+    from lakegate.connectors.postgres.connection import connect
+    from lakegate.connectors.postgres.replication import check_slot
+
+    pg.execute("SELECT pg_create_logical_replication_slot('held_elsewhere', 'pgoutput')")
+    holder = connect(pg_dsn, replication=True)
+    try:
+        holder.pgconn.send_query(
+            b"START_REPLICATION SLOT held_elsewhere LOGICAL 0/0 (proto_version '1', publication_names 'none')"
+        )
+        holder.pgconn.get_result()
+        with pytest.raises(SlotInUse, match="is in use by server process .*pg_terminate_backend"):
+            check_slot(pg, "held_elsewhere")
+    finally:
+        holder.close()
+        wait = time.monotonic() + 10
+        while time.monotonic() < wait:
+            try:
+                pg.execute("SELECT pg_drop_replication_slot('held_elsewhere')")
+                break
+            except psycopg.errors.ObjectInUse:
+                time.sleep(0.1)
 
 
 def test_two_sources_stream_side_by_side_and_stop_together(pg_server, tmp_path, lake_dir) -> None:

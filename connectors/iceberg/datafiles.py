@@ -130,15 +130,19 @@ class DataFileStream:
             self._finish()
         return self.files
 
-    def abort(self) -> None:
-        """Close and delete every file this stream wrote (they were never committed). Never raises: it runs
-        while another error propagates, and a file it cannot delete is an orphan that snapshot expiry removes."""
+    def abandon(self) -> list[str]:
+        """Close without finishing; returns the paths of every file this stream wrote. Never raises."""
         for resource in (self._writer, self._stream):
             if resource is not None:
                 with contextlib.suppress(Exception):
                     resource.close()
         self._writer = self._stream = None
-        for path in self._paths:
+        return list(self._paths)
+
+    def abort(self) -> None:
+        """Close and delete every file this stream wrote: only for a stream no commit has been tried with.
+        Never raises: it runs while another error propagates (a file left behind is an orphan upkeep removes)."""
+        for path in self.abandon():
             with contextlib.suppress(Exception):
                 self._io.delete(path)
 

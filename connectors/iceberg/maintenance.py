@@ -22,6 +22,7 @@ from pyiceberg.table import Table, Transaction
 from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
 from lakegate.connectors.errors import CommitConflict
 from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.references import referenced_paths
 from lakegate.connectors.iceberg.writer import _write_files, checkpoint_of, stamp
 
 log = logging.getLogger(__name__)
@@ -103,24 +104,6 @@ def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
         ) from exc
 
 
-def _referenced(table: Table, snapshot_ids: set[int] | None = None) -> set[str]:
-    """Paths of manifest lists, manifests and data/delete files that the given (default: all) snapshots use."""
-    paths: set[str] = set()
-    seen_manifests: set[str] = set()
-    for snapshot in table.metadata.snapshots:
-        if snapshot_ids is not None and snapshot.snapshot_id not in snapshot_ids:
-            continue
-        paths.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
-            if manifest.manifest_path in seen_manifests:
-                continue
-            seen_manifests.add(manifest.manifest_path)
-            paths.add(manifest.manifest_path)
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
-                paths.add(entry.data_file.file_path)
-    return paths
-
-
 def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result:
     """Expire snapshots older than ``older_than`` (always keeping the newest ``keep_last``) and delete the files
     that only they referenced."""
@@ -135,10 +118,10 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
         victims.discard(current.snapshot_id)
     if not victims:
         return Result()
-    before = _referenced(table, victims)
+    before = referenced_paths(table, victims)
     table.maintenance.expire_snapshots().by_ids(sorted(victims)).commit()
     table.refresh()
-    after = _referenced(table)
+    after = referenced_paths(table)
     orphans = before - after
     for path in orphans:
         try:

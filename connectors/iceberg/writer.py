@@ -37,6 +37,7 @@ from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, P
 from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.iceberg.datafiles import DataFileStream
+from lakegate.connectors.iceberg.references import delete_unreferenced
 from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
 
 log = logging.getLogger(__name__)
@@ -443,7 +444,6 @@ class SnapshotSink:
         self._state_txn: Transaction | None = None
         self._state_producer: Any = None
         self._streams: list[tuple[Transaction, DataFileStream, Future[None] | None]] = []
-        self._state_committed = False
 
     def begin(self, ctxn: Transaction) -> None:
         assert self.table.changelog is not None
@@ -504,16 +504,22 @@ class SnapshotSink:
         self._close(1, self._state_producer)
         self._state_producer.__exit__(None, None, None)
         self._state_txn.commit_transaction()
-        self._state_committed = True
 
     def abort(self) -> None:
-        """Wait for the encoders and delete the files they wrote, but those of a committed state table."""
+        """Wait for the encoders, then delete the files they wrote that no committed snapshot references.
+
+        Either table may have committed without the other (a conflict on the state table after the change log
+        committed, say): its files are referenced and stay; a commit that raised but went through is caught by
+        reading the table's metadata again before anything is deleted."""
+        tables = [self.table.changelog, self.table.state]
         for index, (_, stream, pending) in enumerate(self._streams):
             if pending is not None:
                 with contextlib.suppress(Exception):
                     pending.result()
-            if not (index == 1 and self._state_committed):
-                stream.abort()
+            paths = stream.abandon()
+            table = tables[index]
+            if table is not None and paths:
+                delete_unreferenced(table, paths)
 
 
 def _stream_write(txn: Transaction, stream: DataFileStream, data: pa.Table) -> None:

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from lakegate.connectors.changes import Position, TableRef, TableSchema, format_lsn
 from lakegate.connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
-from lakegate.connectors.postgres import duckcopy, introspect, pgoutput
+from lakegate.connectors.postgres import duckcopy, introspect, lease, pgoutput
 from lakegate.connectors.postgres.connection import connect, translated
 from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
 from lakegate.connectors.postgres.pgoutput import UNCHANGED
@@ -113,6 +113,8 @@ class PostgresSource:
 
     def prepare(self) -> dict[TableRef, TableSchema]:
         """Check the server and tables, make the publication match ``tables``; returns each table's lake schema."""
+        with translated("take the worker's lease on the source"):
+            lease.acquire(self.sql, self.slot, self.name)
         with translated("read the source's catalog"):
             introspect.check_server(self.sql)
             self.source_tables = introspect.check_tables(self.sql, self.refs)
@@ -231,6 +233,7 @@ class PostgresSource:
                 break
             if now - self._last_status >= STATUS_INTERVAL:
                 self._send_status()
+                self.check_session()
             if nbytes == 0:
                 self.stream.wait_readable(min(max(0.0, deadline - now), 0.25) if not self._in_txn else 0.25)
 
@@ -418,6 +421,15 @@ class PostgresSource:
         if self.stream is not None:
             self.stream.send_status(max(self._received, self._acked), self._acked, reply=reply)
             self._last_status = time.monotonic()
+
+    def check_session(self) -> None:
+        """The SQL session holds the worker's lease: if it died, stop (the retry takes the lease again)."""
+        try:
+            self.sql.execute("SELECT 1")
+        except psycopg.Error as exc:
+            raise ConnectionLost(
+                f"the worker's SQL session (which holds its lease on the source) was lost: {exc}"
+            ) from exc
 
     @property
     def acked(self) -> int:
