@@ -66,7 +66,7 @@ class Worker:
         self.status: dict[TableRef, TableStatus] = {ref: TableStatus() for ref in self.refs}
         self.stopping = threading.Event()
         self.streaming = threading.Event()  #: set while the worker streams (snapshot done)
-        self.leased = threading.Event()  #: set while this worker holds the source's lease (upkeep runs only then)
+        self.leased = threading.Event()  #: set while this worker holds the source's lease (upkeep needs it)
         self.flushes = 0
         self.rows_written = 0
         self.on_flush: Callable[[Flush], None] | None = None

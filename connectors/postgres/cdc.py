@@ -436,9 +436,24 @@ class PostgresSource:
         return self._acked
 
     def stop_stream(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
-            self.stream = None
+        """Close the replication connection and wait (briefly) until its server process has gone, so that the
+        slot is free when this returns (a drop or a re-snapshot right after a clean stop would find it busy)."""
+        if self.stream is None:
+            return
+        pid = self.stream.conn.info.backend_pid
+        self.stream.close()
+        self.stream = None
+        deadline = time.monotonic() + 10
+        with contextlib.suppress(psycopg.Error):
+            while time.monotonic() < deadline:
+                if (
+                    self.sql.execute(
+                        "SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = %s", (pid,)
+                    ).fetchone()
+                    is None
+                ):
+                    return
+                time.sleep(0.05)
 
     def close(self) -> None:
         self.stop_stream()
