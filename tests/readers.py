@@ -112,8 +112,15 @@ def spark_jars() -> tuple[list[str], str]:
             if shutil.which("mvn") is None:
                 return [], f"{coordinates} is not in {repo} and there is no mvn to fetch it"
             done = subprocess.run(
-                ["mvn", "-q", "-B", "dependency:get", f"-Dartifact={coordinates}", "-Dtransitive=false",
-                 f"-Dmaven.repo.local={repo}"],
+                [
+                    "mvn",
+                    "-q",
+                    "-B",
+                    "dependency:get",
+                    f"-Dartifact={coordinates}",
+                    "-Dtransitive=false",
+                    f"-Dmaven.repo.local={repo}",
+                ],
                 capture_output=True,
                 text=True,
                 timeout=600,
@@ -143,7 +150,9 @@ class SparkReader:
             SparkSession.builder.master("local[1]")
             .appName("lakegate-readers")
             .config("spark.jars", ",".join(jars))
-            .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+            .config(
+                "spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+            )
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.shuffle.partitions", "1")

@@ -125,7 +125,9 @@ def _check_every_reader(lake: Lake, spark_reader: SparkReader | None) -> None:
             assert expected, f"{name}: the workload left the source empty"
             for reader, read in readers(spark_reader).items():
                 try:
-                    _assert_same(arrow_rows(read(state, lake.dir), columns), expected, f"{name} read by {reader}")
+                    _assert_same(
+                        arrow_rows(read(state, lake.dir), columns), expected, f"{name} read by {reader}"
+                    )
                 except AssertionError as exc:
                     failures.append(str(exc))
     assert not failures, "\n".join(failures)
@@ -148,6 +150,10 @@ def test_every_reader_sees_the_source_after_a_fold(lake: Lake, spark: SparkReade
             table = lake_table(lake.settings, "public.orders")
             columns = [c.name for c in table.schema.columns]
             schema = table.state.schema().as_arrow()
-            expected = source_rows(pg, "public.orders", pa.schema([schema.field(c) for c in columns]), ("id",))
+            expected = source_rows(
+                pg, "public.orders", pa.schema([schema.field(c) for c in columns]), ("id",)
+            )
         read = spark.via_catalog(table.state, lake.dir, lake.settings.lake.name)
-        _assert_same(arrow_rows(read, columns), expected, "public.orders read by Spark through the JDBC catalog")
+        _assert_same(
+            arrow_rows(read, columns), expected, "public.orders read by Spark through the JDBC catalog"
+        )

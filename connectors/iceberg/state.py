@@ -1,0 +1,270 @@
+"""A state table kept exact at every commit: new and changed rows as data files, the rows they replace or delete
+as position deletes, found through the key index (:mod:`lakegate.connectors.iceberg.keyindex`).
+
+:meth:`StateTable.commit` takes a batch of changes (change-log columns, any order), keeps the latest change per key
+(after the last truncate), and commits one snapshot (:mod:`lakegate.connectors.iceberg.rowdelta`) that adds the
+live rows and deletes the positions of the rows they replace; a truncate in the batch removes every file the
+table held instead. The index is updated only after the commit landed. It describes one snapshot of the table: a
+commit that finds the table moved in a way the index cannot follow (data files added or removed by someone
+else; pyiceberg's validation says so) rebuilds the index from the lake and tries again once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import Table, Transaction
+
+from lakegate.connectors.changes import OP
+from lakegate.connectors.errors import CommitConflict, LakeError
+from lakegate.connectors.iceberg import deletes, keyindex, merge
+from lakegate.connectors.iceberg.datafiles import DataFileStream
+from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
+from lakegate.connectors.iceberg.rowdelta import RowDelta
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CommitStats:
+    rows_added: int = 0
+    rows_deleted: int = 0  #: positions deleted (replaced or deleted rows)
+    truncated: bool = False
+
+
+@dataclass
+class _Plan:
+    live: pa.Table  #: rows to add (state columns)
+    live_keys: np.ndarray
+    gone_keys: np.ndarray  #: keys deleted by the batch
+    deletes: pa.Table  #: (file_path, pos) of the rows replaced or deleted
+    referenced: list[DataFile]
+    truncated: bool
+
+
+class StateTable:
+    """One state table and the index of where its keys live."""
+
+    def __init__(self, table: Table, key: Sequence[str]) -> None:
+        if not key:
+            raise ValueError("a state table needs a key")
+        self.table = table
+        self.key = tuple(key)
+        self._index: KeyIndex | None = None
+        self._files: list[DataFile] = []  #: file number -> data file
+        self._numbers: dict[str, int] = {}
+        self.rebuild_seconds = 0.0
+
+    # ------------------------------------------------------------------------------------------- the index
+
+    @property
+    def index(self) -> KeyIndex:
+        if self._index is None:
+            self.rebuild()
+        assert self._index is not None
+        return self._index
+
+    def _number(self, data_file: DataFile) -> int:
+        number = self._numbers.get(data_file.file_path)
+        if number is None:
+            number = self._numbers[data_file.file_path] = len(self._files)
+            self._files.append(data_file)
+            if number >= keyindex.MAX_FILES:
+                raise LakeError(f"{self.name}: more than {keyindex.MAX_FILES} data files; compact the table")
+        return number
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.table.name())
+
+    def _key_schema(self) -> pa.Schema:
+        arrow = self.table.schema().as_arrow()
+        return pa.schema([arrow.field(k) for k in self.key])
+
+    def _key_dtype(self) -> np.dtype:
+        exact = keyindex.exact([f.type for f in self._key_schema()])
+        return np.dtype(np.int64) if exact else np.dtype("S16")
+
+    def _encode(self, rows: pa.Table) -> np.ndarray:
+        """Keys of ``rows`` as the index holds them (cast to the table's key types first: the same key read from
+        an old file or from a change encodes the same)."""
+        return keyindex.encode(merge._key_columns(merge.conform(rows, self._key_schema()), self.key))
+
+    def rebuild(self) -> None:
+        """Read the index from the lake: key columns of every live data file, less the rows deletes hide."""
+        started = time.monotonic()
+        self.table.refresh()
+        self._files, self._numbers = [], {}
+        keys: list[np.ndarray] = [np.empty(0, self._key_dtype())]
+        locations: list[np.ndarray] = [np.empty(0, np.uint64)]
+        deleted_by: dict[str, pa.Table] = {}
+        if self.table.current_snapshot() is not None:
+            for task in self.table.scan().plan_files():
+                positions = np.arange(task.file.record_count, dtype=np.int64)
+                hidden = [self._deleted(f, task.file.file_path, deleted_by) for f in task.delete_files]
+                if hidden:
+                    positions = positions[~np.isin(positions, np.concatenate(hidden))]
+                if len(positions) == 0:
+                    continue
+                rows = self._read_keys(task.file).take(pa.array(positions))
+                keys.append(self._encode(rows))
+                locations.append(keyindex.pack(self._number(task.file), positions))
+        try:
+            self._index = KeyIndex.build(np.concatenate(keys), np.concatenate(locations))
+        except keyindex.DuplicateKeys as exc:
+            raise LakeError(
+                f"state table {self.name} holds duplicate keys ({exc}); rebuild it with "
+                f"'lakegate maintain --resnapshot {self.name}'"
+            ) from exc
+        self.rebuild_seconds = time.monotonic() - started
+        log.info(
+            "%s: key index rebuilt from the lake: %d row(s), %d bytes (%.2fs)",
+            self.name,
+            len(self._index),
+            self._index.nbytes,
+            self.rebuild_seconds,
+        )
+
+    def _deleted(self, delete_file: DataFile, data_path: str, cache: dict[str, pa.Table]) -> np.ndarray:
+        if delete_file.file_path not in cache:
+            cache[delete_file.file_path] = deletes.read(self.table.io, delete_file)
+        return deletes.for_file(cache[delete_file.file_path], data_path).to_numpy()
+
+    def _read_keys(self, data_file: DataFile) -> pa.Table:
+        """The key columns of a data file, found by field id (a renamed column keeps its id)."""
+        schema = self.table.schema()
+        ids = {schema.find_field(k).field_id: k for k in self.key}
+        with self.table.io.new_input(data_file.file_path).open() as stream:
+            parquet = pq.ParquetFile(stream)  # type: ignore[arg-type]
+            names = {}
+            for field in parquet.schema_arrow:
+                field_id = int((field.metadata or {}).get(b"PARQUET:field_id", b"-1"))
+                if field_id in ids:
+                    names[ids[field_id]] = field.name
+            missing = [k for k in self.key if k not in names]
+            if missing:
+                raise LakeError(
+                    f"data file {data_file.file_path} of {self.name} lacks key column(s) {missing}"
+                )
+            table = parquet.read(columns=[names[k] for k in self.key])
+        return pa.table(table.columns, names=list(self.key))
+
+    # --------------------------------------------------------------------------------------------- commits
+
+    def commit(self, changes: pa.Table, properties: dict[str, str]) -> CommitStats:
+        """Apply ``changes`` (change-log columns) in one snapshot stamped with ``properties``."""
+        for attempt in (1, 2):
+            plan = self._plan(changes)
+            if plan.live.num_rows == 0 and plan.deletes.num_rows == 0 and not plan.truncated:
+                return CommitStats()
+            try:
+                added = self._commit(plan, properties)
+            except (CommitFailedException, ValidationException) as exc:
+                if attempt == 2:
+                    raise CommitConflict(f"commit to {self.name} conflicted twice: {exc}") from exc
+                log.info("%s: the table moved under the key index (%s); rebuilding it", self.name, exc)
+                self._index = None
+                continue
+            self._apply(plan, added)
+            return CommitStats(plan.live.num_rows, plan.deletes.num_rows, plan.truncated)
+        raise AssertionError("unreachable")
+
+    def _plan(self, changes: pa.Table) -> _Plan:
+        tail, truncated = merge.after_last_truncate(merge.sort_changes(changes))
+        latest = merge.latest_per_key(tail, self.key)
+        keys = self._encode(latest) if latest.num_rows else np.empty(0, self._key_dtype())
+        alive = np.asarray(pc.not_equal(latest[OP], "d").to_numpy(zero_copy_only=False), bool)
+        schema = self.table.schema().as_arrow()
+        live = (
+            merge.conform(latest.filter(pa.array(alive)), schema) if latest.num_rows else schema.empty_table()
+        )
+        found = np.empty(0, np.uint64) if truncated else self.index.get(keys)
+        found = found[found != ABSENT]
+        numbers, positions = keyindex.unpack(found)
+        referenced = [self._files[n] for n in np.unique(numbers)]
+        paths = pa.array([self._files[n].file_path for n in numbers], pa.string())
+        gone = pa.Table.from_arrays([paths, pa.array(positions, pa.int64())], schema=deletes.ARROW_SCHEMA)
+        return _Plan(live, keys[alive], keys[~alive], gone, referenced, truncated)
+
+    def _commit(self, plan: _Plan, properties: dict[str, str]) -> list[DataFile]:
+        written: list[DataFile] = []
+        stream: DataFileStream | None = None
+        delete_file: DataFile | None = None
+        try:
+            with self.table.transaction() as txn, RowDelta(txn, self.table.io, properties) as delta:
+                if plan.truncated:
+                    self._remove_everything(txn, delta)
+                if plan.live.num_rows:
+                    stream = _stream(txn, self.table, plan.live)
+                    written = stream.files
+                    for data_file in written:
+                        data_file.spec_id = txn.table_metadata.default_spec_id  # validations read it
+                        delta.add(data_file)
+                if plan.deletes.num_rows:
+                    delete_file = deletes.write(txn.table_metadata, self.table.io, plan.deletes)
+                    delta.add(delete_file).reference(plan.referenced)
+        except (CommitFailedException, ValidationException):
+            # the commit did not land: what it wrote is garbage
+            if stream is not None:
+                stream.abort()
+            if delete_file is not None:
+                with contextlib.suppress(Exception):
+                    self.table.io.delete(delete_file.file_path)
+            raise
+        return written
+
+    def _remove_everything(self, txn: Transaction, delta: RowDelta) -> None:
+        snapshot = txn.table_metadata.current_snapshot()
+        if snapshot is None:
+            return
+        removed: set[str] = set()
+        for task in self.table.scan(snapshot_id=snapshot.snapshot_id).plan_files():
+            for content_file in (task.file, *task.delete_files):
+                if content_file.file_path not in removed:
+                    removed.add(content_file.file_path)
+                    delta.remove(content_file)
+
+    def _apply(self, plan: _Plan, added: list[DataFile]) -> None:
+        """Bring the index up to the snapshot just committed."""
+        if plan.truncated:
+            self._index = KeyIndex(self._key_dtype())
+            self._files, self._numbers = [], {}
+        index = self.index
+        index.delete(plan.gone_keys)
+        start = 0
+        for data_file in added:
+            count = data_file.record_count
+            number = self._number(data_file)
+            index.set(
+                plan.live_keys[start : start + count],
+                keyindex.pack(number, np.arange(count, dtype=np.int64)),
+            )
+            start += count
+        if start != len(plan.live_keys):
+            self._index = None  # files and rows disagree: read the truth from the lake next time
+            raise LakeError(f"{self.name}: wrote {start} of {len(plan.live_keys)} rows' locations")
+
+
+def _stream(txn: Transaction, table: Table, rows: pa.Table) -> DataFileStream:
+    """Write ``rows`` as data files; ``stream.files`` lists them in row order."""
+    from lakegate.connectors.iceberg.writer import guard_statistics  # writer will use this module
+
+    guard_statistics(txn, rows)
+    stream = DataFileStream(txn, table.io)
+    try:
+        stream.write(rows)
+        stream.close()
+    except BaseException:
+        stream.abort()
+        raise
+    return stream
