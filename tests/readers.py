@@ -9,6 +9,7 @@ default SQL catalog) from Maven Central with ``mvn dependency:get`` into a cache
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
@@ -38,10 +39,9 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     for field in schema:
         column = table[field.name]
         if column.type != field.type:
-            try:
+            # a type that does not cast (uuid as text, say) is compared as it is
+            with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 column = column.cast(field.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                pass  # uuid as text, say: compared as text
         columns.append(column)
     return pa.table(columns, names=schema.names)
 
@@ -188,24 +188,35 @@ class SparkReader:
 
     def stop(self) -> None:
         """Stop Spark and its JVM, closing py4j's sockets now rather than whenever they are collected."""
+        from py4j.protocol import Py4JError
         from pyspark import SparkContext
 
-        self.session.stop()
         gateway = SparkContext._gateway
-        if gateway is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ResourceWarning)
-                gateway.shutdown()
-                proc = getattr(gateway, "proc", None)  # the JVM, which exits when its stdin closes
-                if proc is not None:
-                    proc.stdin.close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                self.session.stop()
+                if gateway is not None:
+                    gateway.shutdown()
+            except (
+                Py4JError,
+                OSError,
+            ) as exc:  # the JVM is gone already: nothing left to stop but the process
+                print(f"\nSpark had stopped before the end of the tests: {exc}")
+            proc = getattr(gateway, "proc", None)  # the JVM, which exits when its stdin closes
+            if proc is not None:
+                proc.stdin.close()
+                try:
                     proc.wait(60)
-                SparkContext._gateway = SparkContext._jvm = None
-                gc.collect()
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+            SparkContext._gateway = SparkContext._jvm = None
+            gc.collect()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark() -> Iterator[SparkReader | None]:
     """A Spark reader, or None (with the reason printed) where Java, pyspark or the jars are missing."""
     jars, why = spark_jars()

@@ -207,9 +207,10 @@ def test_every_commit_leaves_the_state_exact(tmp_path: Path, columns: tuple[Colu
     fresh = StateTable(catalog.load_table("public.t"), state.key)
     rebuilt = fresh.index.items()
     assert np.array_equal(kept[0], rebuilt[0])
-    paths = lambda s, locs: [
-        s._files[n].file_path + f"#{p}" for n, p in zip(*keyindex.unpack(locs), strict=True)
-    ]  # noqa: E731
+
+    def paths(s: StateTable, locs: np.ndarray) -> list[str]:
+        return [s._files[n].file_path + f"#{p}" for n, p in zip(*keyindex.unpack(locs), strict=True)]
+
     assert paths(state, kept[1]) == paths(fresh, rebuilt[1])
 
 

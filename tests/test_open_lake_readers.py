@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 from lakegate import settings as settings_mod
+from tests.conftest import _drop_database
 from tests.lakehelp import _assert_same, arrow_rows, lake_table, make_settings, source_rows, wait_caught_up
 from tests.procs import Proc, write_config
 from tests.readers import SPARK_WARNINGS, SparkReader, readers, spark  # noqa: F401  (spark is a fixture)
@@ -109,6 +110,8 @@ def lake(pg_server, tmp_path_factory) -> Iterator[Lake]:  # type: ignore[no-unty
             final.signal(signal.SIGTERM)
             assert final.wait(60) == 0, final.output()[-2000:]
     yield Lake(dsn, settings, root / "lake")
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
+        _drop_database(admin, name)  # and its slot, whose name other tests' workers use on their databases
 
 
 def _check_every_reader(lake: Lake, spark_reader: SparkReader | None) -> None:
