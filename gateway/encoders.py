@@ -26,6 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from lakegate.gateway.pgtypes import marked, pg_type
+
 JSON, NDJSON, CSV, ARROW = "json", "ndjson", "csv", "arrow"
 MEDIA_TYPES = {
     JSON: "application/json",
@@ -219,7 +221,9 @@ class JsonEncoder(Encoder):
         self._first = True
 
     def header(self, schema: pa.Schema) -> bytes:
-        columns = [{"name": f.name, "friendly_name": f.name, "type": redash_type(f)} for f in schema]
+        columns = [
+            {"name": f.name, "friendly_name": f.name, "type": redash_type(f), "pg_type": pg_type(f)} for f in schema
+        ]
         return ('{"columns":' + json.dumps(columns, ensure_ascii=False) + ',"rows":[').encode()
 
     def batch(self, batch: pa.RecordBatch) -> bytes:
@@ -327,6 +331,7 @@ class ArrowEncoder(Encoder):
         return data
 
     def header(self, schema: pa.Schema) -> bytes:
+        schema = marked(schema)  # every field says its PostgreSQL type name (lakegate.pg_type)
         self._schema = schema
         self._writer = pa.ipc.new_stream(self._sink, schema)
         return self._take()

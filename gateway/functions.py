@@ -34,6 +34,22 @@ TABLE_FUNCTIONS = frozenset(
 #: PostgreSQL functions that DuckDB does not have (or has under another name) and that are safe to run.
 POSTGRES_FUNCTIONS = frozenset(
     [
+        # set-returning functions in a select list, and = ANY/ALL/SOME (array) as sqlglot names them
+        "jsonb_array_elements",
+        "jsonb_array_elements_text",
+        "json_array_elements",
+        "json_array_elements_text",
+        "jsonb_object_keys",
+        "json_object_keys",
+        "jsonb_each",
+        "jsonb_each_text",
+        "json_each",
+        "json_each_text",
+        "regexp_matches",
+        "regexp_split_to_table",
+        "all",
+        "any",
+        "some",
         "abs",
         "acos",
         "acosh",

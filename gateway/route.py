@@ -30,9 +30,11 @@ from sqlglot import exp
 
 from lakegate.gateway import scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
+from lakegate.gateway.dialect import lake_type, postgres_semantics
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
+from lakegate.gateway.pgtext import capped, user_text
 
 POSTGRES_ROUTE, DUCKDB_ROUTE, GATEWAY_ROUTE = "postgres", "duckdb", "gateway"
 ROW_GENERATORS = ("generate_series", "range", "unnest", "generate_subscripts")
@@ -119,8 +121,13 @@ class Router:
         return self.render(self.route(ast, max_rows, listing), listing, cached)
 
     def route(
-        self, ast: exp.Expression, max_rows: int | None, listing: dict[tuple[str, str], str | None]
+        self,
+        ast: exp.Expression,
+        max_rows: int | None,
+        listing: dict[tuple[str, str], str | None],
+        text: str | None = None,
     ) -> Routed:
+        """``text``: the statement's own SQL, which the PostgreSQL route sends where it can."""
         ast = ast.copy()
         if isinstance(ast, exp.Subquery) and not ast.args.get("alias"):
             ast = cast(exp.Expression, ast.unnest())
@@ -131,8 +138,10 @@ class Router:
         names = tuple(dict.fromkeys(str(ref) for _, ref in resolved))
         sources = {ref.source for _, ref in resolved}
         if resolved and len(sources) == 1 and resolved[0][1].kind != LAKE:
-            routed = self._postgres(ast, resolved, names, max_rows)
+            routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
+            _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
+            postgres_semantics(ast, self._column_types(resolved, listing))
             routed = self._duckdb(ast, resolved, names, max_rows)
         return dataclasses.replace(routed, consulted=tuple(sorted(consulted.items())))
 
@@ -175,10 +184,16 @@ class Router:
         resolved: list[tuple[exp.Table, TableRef]],
         names: tuple[str, ...],
         max_rows: int | None,
+        text: str | None = None,
     ) -> Routed:
         for table, ref in resolved:
             if table.args.get("version"):
                 raise _bad(table, f"time travel is only for lake tables; {ref} is a live PostgreSQL table")
+        pg_names = [(t, f"{_ident(r.schema).sql('postgres')}.{_ident(r.name).sql('postgres')}") for t, r in resolved]
+        own = text and user_text(text, ast, pg_names)
+        if own:
+            return Routed(POSTGRES_ROUTE, capped(own, max_rows), resolved[0][1].source, names)
+        for table, ref in resolved:
             table.set("catalog", None)
             table.set("db", _ident(ref.schema))
             table.set("this", _ident(ref.name))
@@ -226,7 +241,6 @@ class Router:
         scope.verify(ast, {(view,) for view in lakes} | {(r.source, r.schema, r.name) for _, r in pg_tables})
         _strip_column_parts(ast, keep_db=False)
         _name_generator_columns(ast)
-        _name_like_postgres(ast)
         cap_rows(ast, max_rows)
         body = ast.sql(dialect="duckdb")
         head, ctes, main = _split_with(ast) if lakes else ("", "", "")
@@ -253,6 +267,33 @@ class Router:
             pgs=tuple(pgs.values()),
             pg_split=pg_split,
         )
+
+    def _column_types(
+        self, resolved: list[tuple[exp.Table, TableRef]], listing: dict[tuple[str, str], str | None]
+    ) -> dict[str, exp.DataType]:
+        """Types of the lake tables' columns, by ``name`` and ``table.name`` (a name two tables give different
+        types is left out: its type is unknown)."""
+        out: dict[str, exp.DataType] = {}
+        clashes: set[str] = set()
+        for table, ref in resolved:
+            if ref.kind != LAKE:
+                continue
+            try:
+                fields = self.lake.entry(ref.schema, ref.name, listing).table.schema().fields
+            except Exception:  # noqa: BLE001 - types are a refinement: an unreadable table is reported later
+                continue
+            alias = table.alias_or_name
+            for f in fields:
+                t = lake_type(f.field_type)
+                if t is None:
+                    continue
+                out[f"{alias}.{f.name}"] = t
+                if f.name in out and out[f.name] != t:
+                    clashes.add(f.name)
+                out[f.name] = t
+        for name in clashes:
+            del out[name]
+        return out
 
     def _travel(self, table: exp.Table) -> TimeTravel | None:
         version = table.args.get("version")

@@ -178,7 +178,8 @@ class Gateway:
             assert statement.ast is not None
             self.guard.check(statement.ast)
             listing = self._listing() if listing is None else listing
-            routed = self.router.route(statement.ast, max_rows, listing)
+            text = statement.sql if statement.kind == parse_mod.QUERY else None
+            routed = self.router.route(statement.ast, max_rows, listing, text)
             self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed)
         assert listing is not None
         scan = pg_scan = None

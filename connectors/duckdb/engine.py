@@ -45,6 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
+from lakegate.connectors.duckdb import pgmacros
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -148,6 +149,8 @@ class DuckDBEngine:
             con = duckdb.connect(":memory:", config=settings)
             con.execute("SET TimeZone = 'UTC'")  # as in the PostgreSQL sessions (needs ICU, so after connect)
             load_extensions(con)
+            for statement in (*pgmacros.SETTINGS, *pgmacros.MACROS):
+                con.execute(statement)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)
@@ -275,10 +278,11 @@ class DuckDBResult:
             raise QueryCancelled(engine="duckdb")
         try:
             self._cursor.execute(self._sql)
+            names = [str(d[1]) for d in self._cursor.description or []]
             self._reader = self._cursor.to_arrow_reader(self._batch_rows)
         except duckdb.Error as exc:
             raise translate(exc, cancelled=self._cancelled.is_set()) from exc
-        self.schema = self._reader.schema
+        self.schema = _typed(self._reader.schema, names)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         while True:
@@ -312,6 +316,18 @@ class DuckDBResult:
         self._reader = None
 
 
+def _typed(schema: pa.Schema, names: list[str]) -> pa.Schema:
+    """Each field marked with DuckDB's name of its type (``lakegate.duckdb_type``): Arrow shows UUID and JSON
+    as strings, and the gateway reports PostgreSQL's type names."""
+    if len(names) != len(schema):
+        return schema
+    return pa.schema(
+        [f.with_metadata({**(f.metadata or {}), DUCKDB_TYPE: n.encode()}) for f, n in zip(schema, names, strict=True)],
+        metadata=schema.metadata,
+    )
+
+
+DUCKDB_TYPE = b"lakegate.duckdb_type"
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 _UNITS.update({"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "bytes": 1})
 

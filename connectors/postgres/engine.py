@@ -52,6 +52,8 @@ from lakegate.connectors.query import (
 CHUNK_BYTES = 4 * 2**20
 #: Field metadata marking a string column that holds exact numeric text (unconstrained ``numeric``).
 NUMERIC_TEXT = {b"lakegate.numeric": b"text"}
+#: Field metadata: the result column's PostgreSQL type name (``pg_type.typname``).
+PG_TYPE = b"lakegate.pg_type"
 
 
 class PostgresEngine:
@@ -149,6 +151,11 @@ class PostgresEngine:
                 out.append(Codec(pa.string(), lambda a: a.cast(pa.string()), f"oid {oid}"))
         return out
 
+    def type_name(self, oid: int) -> str:
+        """``pg_type.typname`` of a type :meth:`codecs` has looked up (else the oid as text)."""
+        t = self._types.get(oid)
+        return t.name if t is not None else str(oid)
+
     def close(self) -> None:
         if self._opened:
             self._pool.close()
@@ -200,11 +207,16 @@ class PostgresResult:
                 pa.field(
                     name,
                     codec.arrow_type,
-                    metadata=NUMERIC_TEXT
-                    if codec.source_type == "numeric" and pa.types.is_string(codec.arrow_type)
-                    else None,
+                    metadata={
+                        PG_TYPE: engine.type_name(oid).encode(),
+                        **(
+                            NUMERIC_TEXT
+                            if codec.source_type == "numeric" and pa.types.is_string(codec.arrow_type)
+                            else {}
+                        ),
+                    },
                 )
-                for (name, _, _), codec in zip(columns, self._codecs, strict=True)
+                for (name, oid, _), codec in zip(columns, self._codecs, strict=True)
             ]
             self.schema = pa.schema(fields)
             self._copy_cm = conn.cursor().copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)")

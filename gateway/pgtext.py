@@ -1,0 +1,58 @@
+"""The PostgreSQL route sends PostgreSQL the user's own text: sqlglot's regeneration of valid PostgreSQL is not
+always valid PostgreSQL (``to_hex`` becomes ``hex``, ``date_bin`` and ``= ALL(array)`` change meaning...).
+
+Only the table names change (``pg.public.t`` -> ``public.t``), by their positions in the text, which sqlglot's
+tokens carry. The row cap wraps the query: ``SELECT * FROM (<text>) AS _lakegate LIMIT n``.
+
+The text is used only where sqlglot's reading of it cannot differ from PostgreSQL's: the guard checked sqlglot's
+parse, so a text that PostgreSQL's lexer could read differently (backslash escapes, dollar quoting, nested
+comments, Unicode escapes) goes out regenerated from the AST instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+#: lexical features whose reading may differ between sqlglot and PostgreSQL
+_RISKY = re.compile(r"\\|\$|[uU]&|/\*.*/\*", re.DOTALL)
+
+
+def user_text(sql: str, ast: exp.Expression, tables: list[tuple[exp.Table, str]]) -> str | None:
+    """``sql`` with each table of ``tables`` replaced by its PostgreSQL name, or None where that is unsafe or
+    the positions are not known."""
+    if _RISKY.search(sql):
+        return None
+    if any(
+        c.args.get("catalog") is not None or c.args.get("db") is not None for c in ast.find_all(exp.Column)
+    ):
+        return None  # source.schema.table.column references: regenerate
+    spans: list[tuple[int, int, str]] = []
+    for table, name in tables:
+        starts, ends = [], []
+        for part in table.parts:
+            meta = part.meta
+            if "start" not in meta or "end" not in meta:
+                return None
+            starts.append(meta["start"])
+            ends.append(meta["end"])
+        spans.append((min(starts), max(ends) + 1, name))
+    spans.sort()
+    out, at = [], 0
+    for start, end, name in spans:
+        if start < at:
+            return None
+        out += [sql[at:start], name]
+        at = end
+    out.append(sql[at:])
+    text = "".join(out).strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return text
+
+
+def capped(text: str, max_rows: int | None) -> str:
+    if max_rows is None:
+        return text
+    return f"SELECT * FROM (\n{text}\n) AS _lakegate LIMIT {max_rows + 1}"

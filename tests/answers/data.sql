@@ -1,0 +1,70 @@
+-- The differential suite's data: loaded into PostgreSQL, replicated into the lake by the real ingest worker.
+-- Every table has a primary key (replication needs one); NULLs appear in every other column.
+CREATE TABLE nums (
+    id int PRIMARY KEY, i2 smallint, i4 int, i8 bigint, n numeric(12,4), nu numeric, r real, d double precision
+);
+INSERT INTO nums VALUES
+ (1, 1, 7, 9000000000, 1.5000, 1.5, 1.5, 2.5),
+ (2, -3, -7, -9000000000, -2.2500, -2.25, -0.5, -2.5),
+ (3, 0, 0, 0, 0, 0, 0, 0),
+ (4, 32767, 2147483647, 9223372036854775807, 99999999.9999, 123456789.123456789, 3.4e38, 1e308),
+ (5, -32768, -2147483648, -9223372036854775807, -99999999.9999, -0.000001, -1.25, 'NaN'),
+ (6, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (7, 5, 13, 13, 0.3333, 10, 'Infinity', 'Infinity'),
+ (8, 2, 3, 4, 1.0000, 100.10, 'NaN', '-Infinity'),
+ (9, 10, 25, 100, 12.3450, 1e-10, 0.1, 0.1),
+ (10, -4, -5, -6, -0.0050, -7.5, 2.5, 3.5);
+
+CREATE TABLE strs (id int PRIMARY KEY, t text, v varchar(20), c char(8), k text);
+INSERT INTO strs VALUES
+ (1, 'hello', 'Hello', 'ab', 'a'),
+ (2, 'Hello World', 'hello world', 'ab  ', 'b'),
+ (3, '', '', '', 'a'),
+ (4, NULL, NULL, NULL, NULL),
+ (5, '  padded  ', ' x ', ' x', 'c'),
+ (6, 'a%b_c\d', 'a_b', 'a%b', 'b'),
+ (7, 'Ünïcödé ß', 'ÄÖÜ', 'é', 'a'),
+ (8, 'abc,def,ghi', 'x-y-z', 'zzzzzzzz', 'c'),
+ (9, 'The quick brown fox', 'FOX', 'fox', 'b'),
+ (10, 'line1
+line2', 'tab	x', 'q''t', 'a'),
+ (11, '123', '45.6', '7', 'c'),
+ (12, 'aaa', 'AAA', 'aaa', 'a');
+
+CREATE TABLE times (id int PRIMARY KEY, d date, tm time, ts timestamp, tz timestamptz);
+INSERT INTO times VALUES
+ (1, '2024-01-15', '10:30:00', '2024-01-15 10:30:00', '2024-01-15 10:30:00+00'),
+ (2, '2023-12-31', '23:59:59.999999', '2023-12-31 23:59:59.123456', '2023-12-31 23:30:00-05'),
+ (3, '2000-02-29', '00:00:00', '2000-02-29 00:00:00', '2000-02-29 12:00:00+09:30'),
+ (4, NULL, NULL, NULL, NULL),
+ (5, 'infinity', '12:00:00', 'infinity', 'infinity'),
+ (6, '-infinity', '06:15:30.5', '-infinity', '-infinity'),
+ (7, '1999-01-01', '18:45:00', '1999-01-01 08:00:00.5', '1999-01-01 08:00:00.5+01'),
+ (8, '2024-03-10', '02:30:00', '2024-03-10 02:30:00', '2024-03-10 07:30:00+00'),
+ (9, '1970-01-01', '00:00:01', '1970-01-01 00:00:00', '1970-01-01 00:00:00+00'),
+ (10, '2024-07-04', '12:34:56.789', '2024-07-04 12:34:56.789', '2024-07-04 12:34:56.789+02');
+
+CREATE TABLE misc (
+    id int PRIMARY KEY, u uuid, b boolean, by bytea, j json, jb jsonb, ia int[], ta text[], iv interval
+);
+INSERT INTO misc VALUES
+ (1, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', true, '\x00ff10', '{"a": 1, "b": [1, 2]}',
+  '{"a": 1, "b": [1, 2], "c": {"d": "x"}}', '{1,2,3}', '{a,b}', '1 day 02:03:04'),
+ (2, '00000000-0000-0000-0000-000000000000', false, '\x', '[1, "two", null]', '[1, "two", null]',
+  '{}', '{}', '-3 months'),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (4, 'ffffffff-ffff-ffff-ffff-ffffffffffff', true, '\xdeadbeef', '{"a": null}', '{"a": null, "e": true}',
+  '{5,NULL,7}', '{x,NULL,"y z"}', '1 year 2 mons 3 days 04:05:06.5'),
+ (5, '12345678-1234-5678-1234-567812345678', false, 'abc', '"text"', '"text"', '{10}', '{only}', '00:00:00.000001'),
+ (6, NULL, true, NULL, '{"a": 2}', '{"a": 2, "b": [3]}', '{2,2,1}', '{b,a}', '-1 day');
+
+CREATE TABLE grp (id int PRIMARY KEY, g text, h int, x int, y numeric(10,2));
+INSERT INTO grp SELECT i, (ARRAY['a','b','c',NULL])[1 + i % 4], i % 3, i * 7 % 11, (i * 13 % 17) + 0.25
+FROM generate_series(1, 40) i;
+UPDATE grp SET x = NULL WHERE id % 9 = 0;
+
+CREATE TABLE tree (id int PRIMARY KEY, parent int, name text);
+INSERT INTO tree VALUES (1, NULL, 'root'), (2, 1, 'a'), (3, 1, 'b'), (4, 2, 'a1'), (5, 2, 'a2'), (6, 4, 'a1x');
+
+CREATE TABLE one (id int PRIMARY KEY);
+INSERT INTO one VALUES (1);

@@ -1,0 +1,78 @@
+-- string functions, casts and comparisons (text, varchar, char(n))
+SELECT id, t FROM {strs}
+SELECT id, v FROM {strs}
+SELECT id, c FROM {strs}
+SELECT id, length(t), length(v), length(c) FROM {strs}
+SELECT id, char_length(t), octet_length(t) FROM {strs}
+SELECT id, upper(t), lower(v) FROM {strs}
+SELECT id, t || '!' FROM {strs}
+SELECT id, c || '!' FROM {strs}
+SELECT id, concat(t, v, c) FROM {strs}
+SELECT id, concat_ws('-', t, v) FROM {strs}
+SELECT id, substr(t, 2, 3) FROM {strs}
+SELECT id, substr(t, 0, 3), substr(t, -1, 3) FROM {strs}
+SELECT id, substring(t from 3) FROM {strs}
+SELECT id, substring(t, 2) FROM {strs}
+SELECT id, left(t, 3), right(t, 2) FROM {strs}
+SELECT id, left(t, -2), right(t, -2) FROM {strs}
+SELECT id, position('o' in t), strpos(t, 'l') FROM {strs}
+SELECT id, replace(t, 'l', 'L') FROM {strs}
+SELECT id, trim(t), ltrim(t), rtrim(t) FROM {strs}
+SELECT id, btrim(t, 'a'), trim(both 'x' from v) FROM {strs}
+SELECT id, lpad(t, 8, '*'), rpad(v, 6, '.') FROM {strs}
+SELECT id, lpad(t, 3) FROM {strs}
+SELECT id, repeat(v, 2) FROM {strs}
+SELECT id, reverse(t) FROM {strs}
+SELECT id, initcap(t) FROM {strs}
+SELECT id, split_part(t, ',', 2) FROM {strs}
+SELECT id, split_part(t, ' ', -1) FROM {strs}
+SELECT id, ascii(t), chr(65) FROM {strs}
+SELECT id, md5(t) FROM {strs}
+SELECT id, starts_with(t, 'he') FROM {strs}
+SELECT id, translate(t, 'lo', '01') FROM {strs}
+SELECT id, string_to_array(t, ',') FROM {strs}
+SELECT id, t = v, t < v FROM {strs}
+SELECT id FROM {strs} WHERE c = 'ab'
+SELECT id FROM {strs} WHERE c = 'ab  '
+SELECT id FROM {strs} WHERE c > 'a'
+SELECT id, c = v FROM {strs}
+SELECT count(DISTINCT c) FROM {strs}
+SELECT c, count(*) FROM {strs} GROUP BY c
+SELECT id, t::varchar(3) FROM {strs}
+SELECT id, t::char(3) FROM {strs}
+SELECT id, v::text FROM {strs}
+SELECT id, c::text FROM {strs}
+SELECT id, length(c::text) FROM {strs}
+SELECT id, 'x'::char(3) = 'x' FROM {one}
+SELECT id, coalesce(t, 'none') FROM {strs}
+SELECT id, nullif(t, '') FROM {strs}
+SELECT id, t IS NULL, t = '' FROM {strs}
+SELECT string_agg(t, ',' ORDER BY id) FROM {strs}
+SELECT string_agg(DISTINCT k, '|' ORDER BY k) FROM {strs}
+SELECT id, quote_literal(t), quote_ident(v) FROM {strs}
+SELECT id, format('%s-%s', t, v) FROM {strs}
+SELECT id, format('%I', v) FROM {strs}
+SELECT id, encode(t::bytea, 'hex') FROM {strs}
+SELECT id, to_hex(id * 1000) FROM {strs}
+SELECT id, overlay(t placing 'XX' from 2 for 3) FROM {strs}
+SELECT id, regexp_replace(t, 'l+', '_') FROM {strs}
+SELECT id, regexp_replace(t, '[aeiou]', '', 'g') FROM {strs}
+SELECT id, t ~ '^h', t ~* '^h', t !~ 'o' FROM {strs}
+SELECT id, regexp_match(t, '(\w+) (\w+)') FROM {strs}
+SELECT id, regexp_matches(t, 'o', 'g') FROM {strs}
+SELECT id, regexp_split_to_array(t, ',') FROM {strs}
+SELECT id, length(t) FROM {strs} ORDER BY t NULLS FIRST, id
+SELECT id FROM {strs} ORDER BY v DESC, id
+SELECT id FROM {strs} ORDER BY t COLLATE "C", id
+SELECT id FROM {strs} ORDER BY lower(t), id
+SELECT max(t), min(t) FROM {strs}
+SELECT max(c), min(c) FROM {strs}
+SELECT id, t, v FROM {strs} WHERE t IN ('hello', 'aaa')
+SELECT id, t FROM {strs} WHERE t NOT IN ('hello', 'aaa')
+SELECT id, t FROM {strs} WHERE t BETWEEN 'a' AND 'm'
+SELECT id, lower(t) = lower(v) FROM {strs}
+SELECT id, t || NULL FROM {strs}
+SELECT id, 'abc' || 1 || true FROM {one}
+SELECT id, E'a\tb', 'it''s' FROM {one}
+SELECT id, length('Ünïcödé'), upper('straße') FROM {one}
+SELECT id, t ILIKE 'HELLO%' FROM {strs}

@@ -1,0 +1,343 @@
+"""The differential harness: one query, three ways — psycopg on PostgreSQL, the gateway on ``pg.*``, the gateway
+on ``lake.*`` — compared by value and by result type.
+
+Corpus files (``tests/answers/*.sql``) hold one query per line (``--`` starts a comment line); ``{name}`` stands
+for a table of the data set and becomes ``public.name``, ``pg.public.name`` or ``lake.public.name``. A query with
+ORDER BY at its top level is compared in order, any other as a multiset.
+
+Outcomes per route: ``identical`` (same rows and same PostgreSQL type names, or PostgreSQL refused the query and
+so did the gateway, with a 400), ``refused`` (PostgreSQL answered, the gateway answered 400 naming what it cannot
+translate exactly: allowed on the lake route only), ``differing`` (anything else: the suite fails).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pyarrow as pa
+import sqlglot
+from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+from psycopg.types.string import TextLoader
+from sqlglot import exp
+
+CORPUS = Path(__file__).parent / "answers"
+IDENTICAL, REFUSED, DIFFERING, KNOWN = "identical", "refused", "differing", "known"
+#: PostgreSQL type names that one gateway type name stands for (the lake has no varchar(n) or char(n))
+_SAME_TYPE = {"varchar": "text", "bpchar": "text", "name": "text", "unknown": "text", "jsonb": "json"}
+
+
+@dataclass(frozen=True)
+class Query:
+    file: str
+    line: int
+    template: str
+
+    def on(self, schema: str, tables: set[str]) -> str:
+        return re.sub(
+            r"\{(\w+)\}",
+            lambda m: f"{schema}.{m.group(1)}" if m.group(1) in tables else m.group(0),
+            self.template,
+        )
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def read_corpus(names: list[str]) -> list[Query]:
+    out = []
+    for name in names:
+        path = CORPUS / name
+        for number, raw in enumerate(path.read_text().splitlines(), 1):
+            text = raw.strip()
+            if text and not text.startswith("--"):
+                out.append(Query(name, number, text))
+    return out
+
+
+def read_known() -> dict[str, str]:
+    """``tests/answers/known.txt``: ``file:line route  reason`` — differences still open (issue 10), reported as
+    such; any other difference fails the suite."""
+    out = {}
+    for raw in (CORPUS / "known.txt").read_text().splitlines():
+        if raw.strip() and not raw.startswith("#"):
+            where, route, why = raw.split(None, 2)
+            out[f"{where} {route}"] = why
+    return out
+
+
+def ordered(sql: str) -> bool:
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return False
+    return isinstance(tree, exp.Query) and tree.args.get("order") is not None
+
+
+# ------------------------------------------------------------------------------------------- values
+
+
+def canon(value: Any, pg_type: str = "") -> Any:
+    """A value in a form that compares equal when PostgreSQL would call it equal: numbers as exact Decimals
+    (numeric compared numerically, whatever its trailing zeros), floats exactly, char(n) without its padding,
+    timestamps with a zone in UTC, intervals as (months, days, microseconds)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if pg_type in ("json", "jsonb"):  # decoded (psycopg decodes, from_gateway parses)
+        return ("json", canon(value))
+    if isinstance(value, int | Decimal):
+        return (
+            ("num", str(Decimal(value).normalize() + 0))
+            if Decimal(value).is_finite()
+            else ("num", str(value))
+        )
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ("num", "NaN")
+        if math.isinf(value):
+            return ("num", "Infinity" if value > 0 else "-Infinity")
+        return ("num", repr(value))
+    if isinstance(value, str) and pg_type == "numeric":  # exact text (unconstrained numeric)
+        return canon(Decimal(value))
+    if isinstance(value, str) and pg_type == "interval":
+        return iso_interval(value) or value
+    if isinstance(value, str) and pg_type == "time":
+        try:
+            return datetime.time.fromisoformat(value).isoformat()
+        except ValueError:
+            return value
+    if isinstance(value, datetime.time):
+        return value.isoformat()
+    if isinstance(value, str):
+        return value.rstrip(" ") if pg_type == "bpchar" else value
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        return value.astimezone(datetime.UTC).replace(tzinfo=None)
+    if isinstance(value, datetime.timedelta):
+        return ("interval", 0, value.days, value.seconds * 10**6 + value.microseconds)
+    if isinstance(value, pa.MonthDayNano):
+        return ("interval", value.months, value.days, value.nanoseconds // 1000)
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, canon(v)) for k, v in value.items())))
+    if isinstance(value, list | tuple):
+        return tuple(canon(v, pg_type.lstrip("_")) for v in value)
+    if isinstance(value, memoryview | bytearray):
+        return bytes(value)
+    if type(value).__name__ == "UUID":
+        return str(value)
+    return value
+
+
+def _float_text(values: list[Any], pg_type: str) -> list[Any]:
+    """PostgreSQL's float4 has 6-9 significant digits: compare float4 values as float4 (both sides)."""
+    if pg_type != "float4":
+        return values
+    return [float(pa.scalar(v, pa.float32()).as_py()) if isinstance(v, float) else v for v in values]
+
+
+@dataclass
+class Answer:
+    rows: list[tuple[Any, ...]] | None = None
+    types: list[str] = field(default_factory=list)
+    error: str | None = None  #: the error message
+    status: int = 0  #: the gateway's HTTP status (0 for psycopg)
+    sqlstate: str = ""
+
+
+def normal_type(name: str) -> str:
+    return _SAME_TYPE.get(name, name)
+
+
+def _values(column: pa.ChunkedArray) -> list[Any]:
+    """Python values of a column; dates and timestamps out of Python's range (PostgreSQL's infinities, which
+    DuckDB keeps as its largest values) as 'infinity' / '-infinity'."""
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError):
+        pass
+    out: list[Any] = []
+    raw = column.cast(pa.int32() if pa.types.is_date32(column.type) else pa.int64()).to_pylist()
+    for scalar, number in zip(column, raw, strict=True):
+        try:
+            out.append(scalar.as_py())
+        except (OverflowError, ValueError):
+            out.append("infinity" if number > 0 else "-infinity")
+    return out
+
+
+class _InfDate(DateLoader):
+    def load(self, data: Any) -> Any:
+        text = bytes(data).decode()
+        return text if "infinity" in text else super().load(data)
+
+
+class _InfTimestamp(TimestampLoader):
+    def load(self, data: Any) -> Any:
+        text = bytes(data).decode()
+        return text if "infinity" in text else super().load(data)
+
+
+class _InfTimestamptz(TimestamptzLoader):
+    def load(self, data: Any) -> Any:
+        text = bytes(data).decode()
+        return text if "infinity" in text else super().load(data)
+
+
+class _Text(TextLoader):
+    """Intervals (ISO 8601, the session's style) and times as text: psycopg's timedelta loses the months, and
+    Python's time has no 24:00."""
+
+
+_ISO = re.compile(
+    r"P(?:(?P<Y>-?\d+)Y)?(?:(?P<M>-?\d+)M)?(?:(?P<D>-?\d+)D)?"
+    r"(?:T(?:(?P<h>-?\d+)H)?(?:(?P<m>-?\d+)M)?(?:(?P<s>-?[\d.]+)S)?)?"
+)
+
+
+def iso_interval(text: str) -> tuple[str, int, int, int] | None:
+    """PostgreSQL's ISO 8601 interval text -> ("interval", months, days, microseconds)."""
+    match = _ISO.fullmatch(text)
+    if not match or text == "P":
+        return None
+    g = {k: v or "0" for k, v in match.groupdict().items()}
+    micros = (int(g["h"]) * 3600 + int(g["m"]) * 60) * 10**6 + int(Decimal(g["s"]) * 10**6)
+    return ("interval", int(g["Y"]) * 12 + int(g["M"]), int(g["D"]), micros)
+
+
+def infinities(conn: psycopg.Connection) -> None:
+    """Let psycopg read PostgreSQL's infinite dates and timestamps (as the strings 'infinity', '-infinity'),
+    intervals as ISO 8601 text and times as text."""
+    conn.execute("SET intervalstyle = iso_8601")
+    conn.adapters.register_loader("interval", _Text)
+    conn.adapters.register_loader("time", _Text)
+    conn.adapters.register_loader("date", _InfDate)
+    conn.adapters.register_loader("timestamp", _InfTimestamp)
+    conn.adapters.register_loader("timestamptz", _InfTimestamptz)
+
+
+def from_postgres(conn: psycopg.Connection, sql: str, type_names: dict[int, str]) -> Answer:
+    try:
+        with conn.transaction():
+            cur = conn.execute(sql)
+            rows = cur.fetchall()
+            types = [type_names.get(d.type_code, str(d.type_code)) for d in cur.description or []]
+    except psycopg.Error as exc:
+        return Answer(error=str(exc).strip().splitlines()[0], sqlstate=getattr(exc, "sqlstate", "") or "")
+    columns = [_float_text([r[i] for r in rows], t) for i, t in enumerate(types)]
+    rows = list(zip(*columns, strict=True)) if columns else [() for _ in rows]
+    return Answer([tuple(canon(v, t) for v, t in zip(r, types, strict=True)) for r in rows], types)
+
+
+def from_gateway(client: httpx.Client, sql: str) -> Answer:
+    response = client.post("/v1/query", json={"sql": sql, "format": "arrow"})
+    if response.status_code != 200:
+        try:
+            error = response.json()["error"]
+        except ValueError:
+            error = {"message": response.text[:300]}
+        return Answer(
+            error=str(error.get("message")), status=response.status_code, sqlstate=error.get("sqlstate") or ""
+        )
+    table = pa.ipc.open_stream(response.content).read_all()
+    types = [(f.metadata or {}).get(b"lakegate.pg_type", b"?").decode() for f in table.schema]
+    columns = [_float_text(_values(table.column(i)), t) for i, t in enumerate(types)]
+    columns = [
+        [_json(v) for v in c] if t in ("json", "jsonb") else c for c, t in zip(columns, types, strict=True)
+    ]
+    rows = list(zip(*columns, strict=True)) if columns else [() for _ in range(table.num_rows)]
+    return Answer([tuple(canon(v, t) for v, t in zip(r, types, strict=True)) for r in rows], types)
+
+
+def _json(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return ("not json", value)
+
+
+def compare(want: Answer, got: Answer, in_order: bool, may_refuse: bool) -> tuple[str, str]:
+    """(outcome, why) of the gateway's answer ``got`` against PostgreSQL's ``want``."""
+    if want.error is not None:
+        if got.error is not None and got.status == 400:
+            return IDENTICAL, ""
+        return DIFFERING, f"PostgreSQL refused ({want.error}) but the gateway answered"
+    if got.error is not None:
+        if may_refuse and got.status == 400:
+            return REFUSED, got.error
+        return DIFFERING, f"gateway error {got.status}: {got.error}"
+    assert want.rows is not None and got.rows is not None
+    want_types = [normal_type(t) for t in want.types]
+    got_types = [normal_type(t) for t in got.types]
+    if want_types != got_types:
+        return DIFFERING, f"types {want.types} != {got.types}"
+    if in_order:
+        same = want.rows == got.rows
+    else:
+        same = Counter(map(repr, want.rows)) == Counter(map(repr, got.rows))
+    if not same:
+        return DIFFERING, f"rows differ: PostgreSQL {_short(want.rows)} gateway {_short(got.rows)}"
+    return IDENTICAL, ""
+
+
+def _short(rows: list[tuple[Any, ...]]) -> str:
+    text = repr(rows[:4]) + (f" ... ({len(rows)} rows)" if len(rows) > 4 else "")
+    return text if len(text) < 400 else text[:400] + "..."
+
+
+@dataclass
+class Tally:
+    outcomes: dict[str, Counter[str]] = field(default_factory=lambda: {"pg": Counter(), "lake": Counter()})
+    differing: list[str] = field(default_factory=list)
+    refused: Counter[str] = field(default_factory=Counter)
+
+    known: dict[str, str] = field(default_factory=dict)  #: "file:line route" -> why it still differs
+    known_seen: list[str] = field(default_factory=list)
+
+    def add(self, route: str, query: Query, outcome: str, why: str) -> None:
+        key = f"{query.where} {route}"
+        if outcome == DIFFERING and key in self.known:
+            outcome = KNOWN
+            self.known_seen.append(f"{key}: {self.known[key]}")
+        self.outcomes[route][outcome] += 1
+        if outcome == DIFFERING:
+            self.differing.append(f"{query.where} [{route}] {query.template}\n      {why}")
+        elif outcome == REFUSED:
+            self.refused[re.sub(r"\s+", " ", why)[:160]] += 1
+
+    def report(self, title: str) -> str:
+        lines = [f"{title}:"]
+        for route, counts in self.outcomes.items():
+            lines.append(
+                f"  {route + '.*':7} identical {counts[IDENTICAL]}, refused with a reason {counts[REFUSED]}, "
+                f"differing {counts[DIFFERING]} (+ {counts[KNOWN]} known, listed in tests/answers/known.txt)"
+            )
+        if self.refused:
+            lines.append("  refused on the lake route:")
+            lines += [f"    {n:3} x {why}" for why, n in self.refused.most_common()]
+        return "\n".join(lines)
+
+
+def run_corpus(
+    queries: list[Query], conn: psycopg.Connection, client: httpx.Client, tables: set[str], tally: Tally
+) -> None:
+    infinities(conn)
+    type_names = {oid: name for oid, name in conn.execute("SELECT oid::int, typname FROM pg_type").fetchall()}
+    for query in queries:
+        sql = query.on("public", tables)
+        want = from_postgres(conn, sql, type_names)
+        in_order = ordered(sql)
+        for route, schema in (("pg", "pg.public"), ("lake", "lake.public")):
+            got = from_gateway(client, query.on(schema, tables))
+            outcome, why = compare(want, got, in_order, may_refuse=route == "lake")
+            tally.add(route, query, outcome, why)
