@@ -92,12 +92,23 @@ def postgres_semantics(ast: exp.Expression, columns: Types) -> None:
     ]
     for node in list(ast.walk()):
         for rule in rules:
+            # rules wrap the node itself (never a copy: the router still renames the tables inside it)
+            parent, key, index = node.parent, node.arg_key, node.index
             replacement = rule(node, columns)  # type: ignore[arg-type]
             if replacement is not None:
-                if node is ast:
-                    raise refusal(node, "this statement")
-                node.replace(replacement)
+                if parent is None:
+                    raise refusal(node, "this statement")  # type: ignore[arg-type]
+                _put(parent, key, index, replacement)
                 break
+
+
+def _put(parent: exp.Expr, key: str | None, index: int | None, new: exp.Expression) -> None:
+    assert key is not None
+    if index is None:
+        parent.set(key, new)
+    else:
+        parent.args[key][index] = new
+        new.parent, new.arg_key, new.index = parent, key, index
 
 
 def _refuse(node: exp.Expression) -> None:
@@ -120,7 +131,7 @@ def _division(node: exp.Expression, columns: Types) -> exp.Expression | None:
 
 def _like(node: exp.Expression, columns: Types) -> exp.Expression | None:
     if isinstance(node, exp.Like | exp.ILike) and not isinstance(node.parent, exp.Escape):
-        return exp.Escape(this=node.copy(), expression=exp.Literal.string("\\"))
+        return exp.Escape(this=node, expression=exp.Literal.string("\\"))
     return None
 
 
@@ -145,16 +156,12 @@ def _is(t: exp.DataType | None, kinds: set[Any]) -> bool:
 
 def _aggregates(node: exp.Expression, columns: Types) -> exp.Expression | None:
     if isinstance(node, exp.Avg) and not node.args.get("_pg"):
-        arg = node.this
-        checked = exp.Anonymous(this="pg_avg_arg", expressions=[arg.copy()])
-        out = node.copy()
-        out.set("this", checked)
-        out.set("_pg", True)
-        return out
+        node.set("this", exp.Anonymous(this="pg_avg_arg", expressions=[node.this]))
+        node.set("_pg", True)
+        return None
     if isinstance(node, exp.Sum) and _is(type_of(node.this, columns), INTEGERS) and not node.args.get("_pg"):
-        total = node.copy()
-        total.set("_pg", True)
-        return exp.cast(total, "BIGINT")
+        node.set("_pg", True)
+        return exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
     return None
 
 
@@ -171,16 +178,13 @@ def _cast(node: exp.Expression, columns: Types) -> exp.Expression | None:
         return None
     to = node.to
     if to.this == exp.DataType.Type.DECIMAL and not to.expressions:
-        out = node.copy()
-        out.set("to", exp.DataType.build("DECIMAL(38, 18)"))
-        out.set("_pg", True)
-        return out
+        node.set("to", exp.DataType.build("DECIMAL(38, 18)"))
+        node.set("_pg", True)
+        return None
     source = type_of(node.this, columns)
     if to.this in INTEGERS | {exp.DataType.Type.BIGINT} and _is(source, {exp.DataType.Type.TEXT}):
-        out = node.copy()
-        out.set("this", exp.Anonymous(this="pg_int_text", expressions=[node.this]))
-        out.set("_pg", True)
-        return out
+        node.set("this", exp.Anonymous(this="pg_int_text", expressions=[node.this]))
+        node.set("_pg", True)
     return None
 
 
@@ -205,13 +209,12 @@ def _extract(node: exp.Expression, columns: Types) -> exp.Expression | None:
         return exp.Anonymous(this=_EXTRACT_EXACT[unit], expressions=[node.expression])
     if unit in ("MILLISECONDS", "MICROSECONDS", "JULIAN", "TIMEZONE", "TIMEZONE_HOUR", "TIMEZONE_MINUTE"):
         raise refusal(node, f"extract({unit.lower()} ...)")
-    out = node.copy()
-    out.set("_pg", True)
-    return exp.cast(out, "DECIMAL(38, 0)")
+    node.set("_pg", True)
+    return exp.Cast(this=node, to=exp.DataType.build("DECIMAL(38, 0)"))
 
 
 def _hex(node: exp.Expression, columns: Types) -> exp.Expression | None:
     """to_hex() is lower case in PostgreSQL."""
     if isinstance(node, exp.Hex) and not isinstance(node.parent, exp.Lower):
-        return exp.Lower(this=node.copy())
+        return exp.Lower(this=node)
     return None

@@ -52,7 +52,17 @@ def user_text(sql: str, ast: exp.Expression, tables: list[tuple[exp.Table, str]]
     return text
 
 
-def capped(text: str, max_rows: int | None) -> str:
-    if max_rows is None:
+def capped(text: str, ast: exp.Expression, max_rows: int | None) -> str:
+    """``text`` returning at most ``max_rows + 1`` rows: a LIMIT appended where the statement has none, the
+    whole wrapped where its own LIMIT is larger or not a literal (a FETCH clause is left alone, as before)."""
+    if max_rows is None or not isinstance(ast, exp.Select | exp.SetOperation) or ast.args.get("fetch"):
         return text
-    return f"SELECT * FROM (\n{text}\n) AS _lakegate LIMIT {max_rows + 1}"
+    cap = max_rows + 1
+    limit = ast.args.get("limit")
+    if limit is None and ast.args.get("offset") is None and ast.args.get("locks") is None:
+        return f"{text}{chr(10) if '--' in text else ' '}LIMIT {cap}"
+    if limit is not None:
+        value = limit.expression
+        if isinstance(value, exp.Literal) and value.is_int and int(value.this) <= cap:
+            return text
+    return f"SELECT * FROM (\n{text}\n) AS _lakegate LIMIT {cap}"

@@ -192,7 +192,7 @@ class Router:
         pg_names = [(t, f"{_ident(r.schema).sql('postgres')}.{_ident(r.name).sql('postgres')}") for t, r in resolved]
         own = text and user_text(text, ast, pg_names)
         if own:
-            return Routed(POSTGRES_ROUTE, capped(own, max_rows), resolved[0][1].source, names)
+            return Routed(POSTGRES_ROUTE, capped(own, ast, max_rows), resolved[0][1].source, names)
         for table, ref in resolved:
             table.set("catalog", None)
             table.set("db", _ident(ref.schema))
@@ -383,7 +383,10 @@ def _name_like_postgres(ast: exp.Expression) -> None:
     for i, node in enumerate(list(select.expressions)):
         if isinstance(node, (exp.Alias, exp.Column, exp.Star)) or node.find(exp.Star) is node:
             continue
-        select.expressions[i].replace(exp.alias_(node.copy(), _pg_name(node), quoted=True))
+        # the node itself, not a copy: the router renames the tables inside it afterwards
+        expressions = list(select.expressions)
+        expressions[i] = exp.alias_(node, _pg_name(node), quoted=True, copy=False)
+        select.set("expressions", expressions)
 
 
 def _pg_name(node: exp.Expression) -> str:

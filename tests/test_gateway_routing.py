@@ -88,7 +88,9 @@ def test_route_and_result(env: tuple[Gateway, psycopg.Connection], case: Case) -
     assert plan is not None
     assert plan.route == case.route, f"{case.name} (line {case.line}): routed to {plan.route}"
     if case.expect_sql is not None:
-        assert plan.body == case.expect_sql, f"{case.name} (line {case.line}): engine SQL\n{plan.body}"
+        assert plan.body == case.expect_sql.replace("\\n", "\n"), (
+            f"{case.name} (line {case.line}): engine SQL\n{plan.body}"
+        )
     result = gateway.query(case.sql, max_rows=1000)
     assert result.route == case.route
     got = rows_of(result.table)

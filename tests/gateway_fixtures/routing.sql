@@ -35,18 +35,18 @@ SELECT "Label" FROM PG.Public."MixedCase" WHERE ID = 2
 
 -- name: a view of PostgreSQL routes to PostgreSQL
 -- route: postgres
--- sql: SELECT COUNT(*) FROM public.big_accounts LIMIT 1001
+-- sql: SELECT count(*) FROM public.big_accounts LIMIT 1001
 SELECT count(*) FROM pg.public.big_accounts
 
 -- name: casts, ILIKE, date_trunc and interval on PostgreSQL
 -- route: postgres
--- sql: SELECT id, CAST(balance AS INT) AS b, DATE_TRUNC('MONTH', created_at) AS m FROM public.accounts WHERE name ILIKE 'USER 1%' AND created_at < CURRENT_TIMESTAMP + INTERVAL '1 DAY' LIMIT 1001
+-- sql: SELECT id, balance::int AS b, date_trunc('month', created_at) AS m FROM public.accounts\nWHERE name ILIKE 'USER 1%' AND created_at < now() + interval '1 day' LIMIT 1001
 SELECT id, balance::int AS b, date_trunc('month', created_at) AS m FROM pg.public.accounts
 WHERE name ILIKE 'USER 1%' AND created_at < now() + interval '1 day'
 
 -- name: casts, ILIKE, date_trunc and interval on the lake
 -- route: duckdb
--- sql: SELECT id, CAST(balance AS INT) AS b, DATE_TRUNC('MONTH', created_at) AS m FROM "lake.public.accounts" AS accounts WHERE name ILIKE 'USER 1%' AND created_at < CURRENT_TIMESTAMP + INTERVAL '1' DAY LIMIT 1001
+-- sql: SELECT id, CAST(balance AS INT) AS b, DATE_TRUNC('MONTH', created_at) AS m FROM "lake.public.accounts" AS accounts WHERE name ILIKE 'USER 1%' ESCAPE '\' AND created_at < CURRENT_TIMESTAMP + INTERVAL '1' DAY LIMIT 1001
 SELECT id, balance::int AS b, date_trunc('month', created_at) AS m FROM lake.public.accounts
 WHERE name ILIKE 'USER 1%' AND created_at < now() + interval '1 day'
 
@@ -73,7 +73,7 @@ SELECT account_id, id FROM ranked WHERE rn = 1 AND account_id < 20 ORDER BY acco
 
 -- name: window functions and a CTE on PostgreSQL
 -- route: postgres
--- sql: WITH ranked AS (SELECT account_id, id, ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY amount DESC, id) AS rn FROM public.orders) SELECT account_id, id FROM ranked WHERE rn = 1 AND account_id < 20 ORDER BY account_id LIMIT 1001
+-- sql: WITH ranked AS (\n  SELECT account_id, id, row_number() OVER (PARTITION BY account_id ORDER BY amount DESC, id) AS rn\n  FROM public.orders)\nSELECT account_id, id FROM ranked WHERE rn = 1 AND account_id < 20 ORDER BY account_id LIMIT 1001
 -- order: ordered
 WITH ranked AS (
   SELECT account_id, id, row_number() OVER (PARTITION BY account_id ORDER BY amount DESC, id) AS rn
@@ -88,7 +88,7 @@ SELECT g, g * 2 FROM generate_series(1, 5) g
 
 -- name: generate_series joined to a PostgreSQL table runs on PostgreSQL
 -- route: postgres
--- sql: SELECT g, a.name FROM GENERATE_SERIES(1, 3) AS g JOIN public.accounts AS a ON a.id = g ORDER BY g LIMIT 1001
+-- sql: SELECT g, a.name FROM generate_series(1, 3) g JOIN public.accounts a ON a.id = g ORDER BY g LIMIT 1001
 -- order: ordered
 SELECT g, a.name FROM generate_series(1, 3) g JOIN pg.public.accounts a ON a.id = g ORDER BY g
 
@@ -125,7 +125,7 @@ SELECT string_agg(status, ',' ORDER BY status) FROM (SELECT DISTINCT status FROM
 
 -- name: a LIMIT above max_rows is lowered to max_rows + 1 (the result is truncated at max_rows)
 -- route: postgres
--- sql: SELECT id FROM public.orders ORDER BY id LIMIT 1001
+-- sql: SELECT * FROM (\nSELECT id FROM public.orders ORDER BY id LIMIT 5000\n) AS _lakegate LIMIT 1001
 -- order: ordered
 SELECT id FROM pg.public.orders ORDER BY id LIMIT 5000
 
