@@ -111,7 +111,9 @@ def test_json_response_shape_is_redash_shaped(env: Env) -> None:
     )
     body = response.json()
     assert set(body) >= {"columns", "rows", "truncated", "elapsed_ms", "route"}
-    assert all(set(c) == {"name", "friendly_name", "type"} for c in body["columns"])
+    # Redash's keys, plus the PostgreSQL type name (issue 10.2), which Redash ignores
+    assert all(set(c) == {"name", "friendly_name", "type", "pg_type"} for c in body["columns"])
+    assert all(isinstance(c["pg_type"], str) and c["pg_type"] for c in body["columns"])
     assert {c["type"] for c in body["columns"]} <= {
         "integer",
         "float",
