@@ -79,8 +79,6 @@ class StateTable:
         if number is None:
             number = self._numbers[data_file.file_path] = len(self._files)
             self._files.append(data_file)
-            if number >= keyindex.MAX_FILES:
-                raise LakeError(f"{self.name}: more than {keyindex.MAX_FILES} data files; compact the table")
         return number
 
     @property
@@ -163,6 +161,8 @@ class StateTable:
 
     def commit(self, changes: pa.Table, properties: dict[str, str]) -> CommitStats:
         """Apply ``changes`` (change-log columns) in one snapshot stamped with ``properties``."""
+        if len(self._files) >= keyindex.MAX_FILES - 1024:
+            self._index = None  # file numbers run out: a rebuild numbers the live files afresh
         for attempt in (1, 2):
             plan = self._plan(changes)
             if plan.live.num_rows == 0 and plan.deletes.num_rows == 0 and not plan.truncated:
@@ -205,7 +205,7 @@ class StateTable:
                 if plan.truncated:
                     self._remove_everything(txn, delta)
                 if plan.live.num_rows:
-                    stream = _stream(txn, self.table, plan.live)
+                    stream = stream_rows(txn, self.table, plan.live)
                     written = stream.files
                     for data_file in written:
                         data_file.spec_id = txn.table_metadata.default_spec_id  # validations read it
@@ -239,23 +239,38 @@ class StateTable:
         if plan.truncated:
             self._index = KeyIndex(self._key_dtype())
             self._files, self._numbers = [], {}
+        self.index.delete(plan.gone_keys)
+        self.locate(plan.live_keys, added)
+
+    def locate(self, keys: np.ndarray, added: list[DataFile]) -> None:
+        """Point ``keys`` (encoded, in row order) at the rows of ``added``, which hold them in that order."""
         index = self.index
-        index.delete(plan.gone_keys)
         start = 0
         for data_file in added:
             count = data_file.record_count
             number = self._number(data_file)
-            index.set(
-                plan.live_keys[start : start + count],
-                keyindex.pack(number, np.arange(count, dtype=np.int64)),
-            )
+            index.set(keys[start : start + count], keyindex.pack(number, np.arange(count, dtype=np.int64)))
             start += count
-        if start != len(plan.live_keys):
+        if start != len(keys):
             self._index = None  # files and rows disagree: read the truth from the lake next time
-            raise LakeError(f"{self.name}: wrote {start} of {len(plan.live_keys)} rows' locations")
+            raise LakeError(f"{self.name}: wrote {start} of {len(keys)} rows' locations")
+
+    def forget(self, removed: list[DataFile]) -> None:
+        """Data files no longer in the table (their rows were located elsewhere first): free their entries."""
+        for data_file in removed:
+            number = self._numbers.pop(data_file.file_path, None)
+            if number is not None:
+                self._files[number] = _GONE
+
+    def encode(self, rows: pa.Table) -> np.ndarray:
+        return self._encode(rows)
 
 
-def _stream(txn: Transaction, table: Table, rows: pa.Table) -> DataFileStream:
+#: the entry of a file number whose data file left the table (keeps numbers stable, frees the DataFile)
+_GONE = DataFile.from_args(file_path="")
+
+
+def stream_rows(txn: Transaction, table: Table, rows: pa.Table) -> DataFileStream:
     """Write ``rows`` as data files; ``stream.files`` lists them in row order."""
     from lakegate.connectors.iceberg.writer import guard_statistics  # writer will use this module
 

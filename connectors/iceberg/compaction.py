@@ -1,0 +1,211 @@
+"""Upkeep of a state table kept with position deletes (:mod:`lakegate.connectors.iceberg.state`).
+
+Each commit adds a small data file and a small delete file. :func:`compact` keeps both in check, in one snapshot,
+and moves the key index along (rows that move get their new locations; nothing else is read again):
+
+- a data file whose deleted fraction reaches ``deleted_fraction`` (default 20 %) is rewritten without its deleted
+  rows; one whose rows are all deleted is just removed;
+- small data files (under ``small_file``, default 8 MiB) are merged once there are ``min_small_files`` (16) of them;
+- delete files that reference only rewritten data files are removed; when more than ``max_delete_files`` (16)
+  remain, the smaller ones are merged, tier by tier (a file is merged with the ones no larger than it together),
+  so that a deleted position is rewritten O(log n) times, not at every merge; positions of data files no longer
+  in the table are dropped on the way.
+
+The cost is that of the changes: a data file is rewritten only after a fifth of it changed, or while it is small;
+delete files hold only changed positions. At most ``max_bytes`` (512 MiB) of data files are rewritten per call.
+Written by hand because pyiceberg 0.12 neither rewrites data files nor touches delete files.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.manifest import DataFile, ManifestContent
+from pyiceberg.table import FileScanTask
+
+from lakegate.connectors.iceberg import deletes, merge
+from lakegate.connectors.iceberg.rowdelta import RowDelta
+from lakegate.connectors.iceberg.state import StateTable, stream_rows
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    deleted_fraction: float = 0.2
+    small_file: int = 8 * 2**20
+    min_small_files: int = 16
+    max_delete_files: int = 16
+    max_bytes: int = 512 * 2**20
+
+
+@dataclass
+class Result:
+    data_files_rewritten: int = 0
+    data_files_written: int = 0
+    rows_moved: int = 0
+    delete_files_removed: int = 0
+    delete_files_written: int = 0
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.data_files_rewritten or self.delete_files_removed)
+
+    def __str__(self) -> str:
+        if not self:
+            return "nothing to compact"
+        return (
+            f"{self.data_files_rewritten} data file(s) -> {self.data_files_written} ({self.rows_moved} row(s) "
+            f"moved), {self.delete_files_removed} delete file(s) -> {self.delete_files_written}"
+        )
+
+
+@dataclass
+class _Layout:
+    """The table's data files, its delete files (all of them: one may apply to no live file any more) and how
+    many rows of each data file they delete."""
+
+    tasks: list[FileScanTask]
+    delete_files: dict[str, DataFile] = field(default_factory=dict)
+    positions: dict[str, pa.Table] = field(default_factory=dict)  #: delete file path -> its (file_path, pos)
+    deleted: dict[str, int] = field(default_factory=dict)  #: data file path -> rows deleted
+
+
+def _layout(state: StateTable) -> _Layout:
+    table = state.table
+    layout = _Layout(list(table.scan().plan_files()))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content != ManifestContent.DELETES:
+            continue
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            path = entry.data_file.file_path
+            layout.delete_files[path] = entry.data_file
+            layout.positions[path] = deletes.read(table.io, entry.data_file)
+    if layout.positions:
+        every = pa.concat_tables(layout.positions.values())
+        counts = every.group_by(deletes.FILE_PATH, use_threads=False).aggregate([(deletes.POS, "count")])
+        layout.deleted = dict(
+            zip(counts[deletes.FILE_PATH].to_pylist(), counts["pos_count"].to_pylist(), strict=True)
+        )
+    return layout
+
+
+def _pick_data_files(layout: _Layout, limits: Thresholds) -> list[FileScanTask]:
+    """Files past the deleted fraction (most deleted first), then small files when there are enough of them."""
+    scored = [
+        (layout.deleted.get(t.file.file_path, 0) / max(t.file.record_count, 1), t) for t in layout.tasks
+    ]
+    picked = [t for fraction, t in sorted(scored, key=lambda s: -s[0]) if fraction >= limits.deleted_fraction]
+    small = [t for t in layout.tasks if t.file.file_size_in_bytes < limits.small_file and t not in picked]
+    if (
+        len(small) + sum(t.file.file_size_in_bytes < limits.small_file for t in picked)
+        >= limits.min_small_files
+    ):
+        picked += small
+    chosen: list[FileScanTask] = []
+    total = 0
+    for task in picked:
+        if chosen and total + task.file.file_size_in_bytes > limits.max_bytes:
+            break
+        chosen.append(task)
+        total += task.file.file_size_in_bytes
+    return chosen
+
+
+def _tier(sizes: list[tuple[int, str]], most: int) -> list[str]:
+    """Delete files to merge, smallest first: each joins while it is no larger than those before it together."""
+    if len(sizes) <= most:
+        return []
+    ordered = sorted(sizes)
+    chosen, total = [ordered[0][1]], ordered[0][0]
+    for rows, path in ordered[1:]:
+        if rows > total and len(sizes) - len(chosen) <= most:
+            break
+        chosen.append(path)
+        total += rows
+    return chosen
+
+
+def _plan_deletes(layout: _Layout, kept_paths: set[str], limits: Thresholds) -> tuple[list[str], pa.Table]:
+    """(delete files to remove, positions to write anew)."""
+    live: dict[str, int] = {}
+    useless = []
+    for path, rows in layout.positions.items():
+        applies = rows.filter(pc.is_in(rows[deletes.FILE_PATH], pa.array(sorted(kept_paths), pa.string())))
+        if applies.num_rows == 0:
+            useless.append(path)
+        else:
+            live[path] = applies.num_rows
+    merged = _tier([(n, p) for p, n in live.items()], limits.max_delete_files)
+    if len(merged) < 2:
+        merged = []
+    parts = [layout.positions[p] for p in merged]
+    rows = pa.concat_tables(parts) if parts else deletes.ARROW_SCHEMA.empty_table()
+    rows = rows.filter(pc.is_in(rows[deletes.FILE_PATH], pa.array(sorted(kept_paths), pa.string())))
+    return useless + merged, rows
+
+
+def compact(state: StateTable, properties: dict[str, str], limits: Thresholds | None = None) -> Result:
+    """Compact ``state`` (its owner's thread: the index moves with it); see the module docstring."""
+    limits = limits or Thresholds()
+    started = time.monotonic()
+    state.index  # noqa: B018  (the index must describe the table before rows move)
+    table = state.table
+    if table.current_snapshot() is None:
+        return Result()
+    layout = _layout(state)
+    rewrite = _pick_data_files(layout, limits)
+    rewritten = {t.file.file_path for t in rewrite}
+    kept = {t.file.file_path for t in layout.tasks} - rewritten
+    removed_deletes, positions = _plan_deletes(layout, kept, limits)
+    if not rewrite and not removed_deletes:
+        return Result()
+    rows = (
+        ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(rewrite)
+        if rewrite
+        else None
+    )
+    result = Result(len(rewrite), 0, rows.num_rows if rows is not None else 0, len(removed_deletes))
+    added: list[DataFile] = []
+    stream = None
+    try:
+        with table.transaction() as txn, RowDelta(txn, table.io, properties) as delta:
+            for task in rewrite:
+                delta.remove(task.file)
+            for path in removed_deletes:
+                delta.remove(layout.delete_files[path])
+            if rows is not None and rows.num_rows:
+                stream = stream_rows(txn, table, merge.conform(rows, table.schema().as_arrow()))
+                added = stream.files
+                for data_file in added:
+                    data_file.spec_id = txn.table_metadata.default_spec_id
+                    delta.add(data_file)
+            if positions.num_rows:
+                delta.add(deletes.write(txn.table_metadata, table.io, positions))
+                result.delete_files_written = 1
+    except (CommitFailedException, ValidationException) as exc:
+        if stream is not None:
+            stream.abort()  # never committed
+        log.info("%s: compaction lost a race (%s); the next round tries again", state.name, exc)
+        state.rebuild()
+        return Result()
+    if rows is not None:
+        state.locate(state.encode(rows), added)
+    state.forget([t.file for t in rewrite])
+    result.data_files_written = len(added)
+    result.seconds = time.monotonic() - started
+    log.info("%s: compacted: %s (%.2fs)", state.name, result, result.seconds)
+    return result
+
+
+__all__ = ["Result", "Thresholds", "compact", "np"]

@@ -1,0 +1,81 @@
+"""Issue 12.4: compaction of a state table kept with position deletes: rows never change, files stay few, the key
+index moves with the rows it locates, and plain readers (pyiceberg, DuckDB) see the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from pyiceberg.manifest import ManifestContent
+
+from lakegate.connectors.iceberg import compaction, keyindex
+from lakegate.connectors.iceberg.state import StateTable
+from tests.lakehelp import _assert_same, arrow_rows
+from tests.readers import duckdb_alone
+from tests.test_open_lake_deletes import COLUMNS, COMPOSITE, Model, _catalog, _create
+
+EAGER = compaction.Thresholds(deleted_fraction=0.1, small_file=2**30, min_small_files=4, max_delete_files=3)
+
+
+def _files(state: StateTable) -> tuple[int, int]:
+    snapshot = state.table.current_snapshot()
+    assert snapshot is not None
+    data = deleted = 0
+    for manifest in snapshot.manifests(state.table.io):
+        count = len(manifest.fetch_manifest_entry(state.table.io, discard_deleted=True))
+        if manifest.content == ManifestContent.DELETES:
+            deleted += count
+        else:
+            data += count
+    return data, deleted
+
+
+def _locations(state: StateTable) -> tuple[np.ndarray, list[str]]:
+    keys, locs = state.index.items()
+    numbers, positions = keyindex.unpack(locs)
+    return keys, [f"{state._files[n].file_path}#{p}" for n, p in zip(numbers, positions, strict=True)]
+
+
+def test_compaction_keeps_rows_bounds_files_and_moves_the_index(tmp_path: Path) -> None:
+    for columns in (COLUMNS, COMPOSITE):
+        (tmp_path / columns[0].name).mkdir()
+        catalog = _catalog(tmp_path / columns[0].name)
+        state = _create(catalog, "t", columns)
+        model = Model(columns, seed=23)
+        names = [c.name for c in columns]
+        compactions = 0
+        for step in range(30):
+            state.commit(model.batch(80, truncate_at=30 if step == 17 else None), {"lakegate.lsn": str(step)})
+            if step % 3 == 2:
+                result = compaction.compact(state, {"lakegate.lsn": str(step)}, EAGER)
+                compactions += bool(result)
+                data, deleted = _files(state)
+                assert deleted <= EAGER.max_delete_files + 1, f"step {step}: {deleted} delete files"
+                assert data <= EAGER.min_small_files + 1, f"step {step}: {data} data files"
+            expected = model.expected()
+            _assert_same(
+                arrow_rows(state.table.scan().to_arrow(), names), expected, f"pyiceberg, step {step}"
+            )
+        assert compactions >= 5
+        _assert_same(arrow_rows(duckdb_alone(state.table, tmp_path), names), model.expected(), "DuckDB")
+        fresh = StateTable(catalog.load_table("public.t"), state.key)
+        kept, rebuilt = _locations(state), _locations(fresh)
+        assert np.array_equal(kept[0], rebuilt[0]) and kept[1] == rebuilt[1], (
+            "the index drifted from the lake"
+        )
+
+
+def test_a_file_is_rewritten_only_past_the_deleted_fraction(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    state = _create(catalog, "t", COLUMNS)
+    model = Model(COLUMNS, seed=29)
+    state.commit(model.batch(400), {"lakegate.lsn": "1"})
+    lazy = compaction.Thresholds(deleted_fraction=0.5, small_file=0, max_delete_files=100)
+    state.commit(model.batch(20), {"lakegate.lsn": "2"})
+    assert not compaction.compact(state, {}, lazy), "a few deleted rows should not rewrite a file"
+    keen = compaction.Thresholds(deleted_fraction=0.01, small_file=0, max_delete_files=100)
+    result = compaction.compact(state, {}, keen)
+    assert result.data_files_rewritten >= 1 and result.delete_files_removed == 1
+    assert _files(state)[1] == 0, "the delete file applied only to the rewritten file"
+    names = [c.name for c in COLUMNS]
+    _assert_same(arrow_rows(state.table.scan().to_arrow(), names), model.expected(), "after compaction")
