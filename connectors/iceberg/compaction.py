@@ -32,7 +32,7 @@ from pyiceberg.manifest import DataFile, ManifestContent
 from pyiceberg.table import FileScanTask
 
 from lakegate.connectors.iceberg import deletes, merge
-from lakegate.connectors.iceberg.rowdelta import RowDelta
+from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 from lakegate.connectors.iceberg.state import StateTable, stream_rows
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def compact(state: StateTable, properties: dict[str, str], limits: Thresholds | 
     added: list[DataFile] = []
     stream = None
     try:
-        with table.transaction() as txn, RowDelta(txn, table.io, properties) as delta:
+        with transaction(table) as txn, RowDelta(txn, table.io, properties) as delta:
             for task in rewrite:
                 delta.remove(task.file)
             for path in removed_deletes:

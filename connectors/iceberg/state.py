@@ -30,7 +30,7 @@ from lakegate.connectors.errors import CommitConflict, LakeError
 from lakegate.connectors.iceberg import deletes, keyindex, merge
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
-from lakegate.connectors.iceberg.rowdelta import RowDelta
+from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ class StateTable:
         stream: DataFileStream | None = None
         delete_file: DataFile | None = None
         try:
-            with self.table.transaction() as txn, RowDelta(txn, self.table.io, properties) as delta:
+            with transaction(self.table) as txn, RowDelta(txn, self.table.io, properties) as delta:
                 if plan.truncated:
                     self._remove_everything(txn, delta)
                 if plan.live.num_rows:
