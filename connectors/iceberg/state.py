@@ -159,13 +159,21 @@ class StateTable:
 
     # --------------------------------------------------------------------------------------------- commits
 
-    def commit(self, changes: pa.Table, properties: dict[str, str]) -> CommitStats:
-        """Apply ``changes`` (change-log columns) in one snapshot stamped with ``properties``."""
+    def commit(
+        self, changes: pa.Table, properties: dict[str, str], *, stamp_always: bool = False
+    ) -> CommitStats:
+        """Apply ``changes`` (change-log columns) in one snapshot stamped with ``properties``. A batch that changes
+        no row commits nothing, unless ``stamp_always``: then an empty snapshot carries the stamp."""
         if len(self._files) >= keyindex.MAX_FILES - 1024:
             self._index = None  # file numbers run out: a rebuild numbers the live files afresh
         for attempt in (1, 2):
             plan = self._plan(changes)
-            if plan.live.num_rows == 0 and plan.deletes.num_rows == 0 and not plan.truncated:
+            if (
+                plan.live.num_rows == 0
+                and plan.deletes.num_rows == 0
+                and not plan.truncated
+                and not stamp_always
+            ):
                 return CommitStats()
             try:
                 added = self._commit(plan, properties)
