@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 from pyiceberg.manifest import ManifestContent
 
 from lakegate.connectors.iceberg import compaction, keyindex
@@ -79,3 +80,27 @@ def test_a_file_is_rewritten_only_past_the_deleted_fraction(tmp_path: Path) -> N
     assert _files(state)[1] == 0, "the delete file applied only to the rewritten file"
     names = [c.name for c in COLUMNS]
     _assert_same(arrow_rows(state.table.scan().to_arrow(), names), model.expected(), "after compaction")
+
+
+def test_lookup_reads_current_rows_by_key_through_the_index(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    state = _create(catalog, "t", COMPOSITE)
+    with state.table.transaction() as txn:  # small row groups: a lookup reads only some of them
+        txn.set_properties({"write.parquet.row-group-limit": "16"})
+    model = Model(COMPOSITE, seed=31)
+    names = [c.name for c in COMPOSITE]
+    for step in range(9):
+        state.commit(model.batch(120), {"lakegate.lsn": str(step)})
+        if step == 5:
+            compaction.compact(state, {}, EAGER)
+        held = list(model.rows)
+        wanted = held[:: max(1, len(held) // 40)] + [(99, "absent")]
+        keys = pa.table({"a": pa.array([k[0] for k in wanted], pa.int32()), "b": [k[1] for k in wanted]})
+        expected = arrow_rows(
+            pa.Table.from_pylist(
+                [model.rows[k] for k in wanted if k in model.rows],
+                schema=pa.schema([pa.field(c.name, c.type) for c in COMPOSITE]),
+            ),
+            names,
+        )
+        _assert_same(arrow_rows(state.lookup(keys), names), expected, f"lookup after commit {step}")
