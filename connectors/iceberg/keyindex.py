@@ -8,9 +8,10 @@ the table moved in a way it did not make. It is never trusted over the lake.
 Memory, in bytes per live row (written by hand: no library keeps a sorted, updatable map this compact):
 
 - a key of one integer column is stored exactly as int64: **16 bytes per row** (8 key + 8 location);
-- any other key (composite, text, uuid, numeric, ...) is stored as the 128-bit MD5 digest of an unambiguous
-  encoding of its values (JSON of the key columns, computed by DuckDB): **24 bytes per row** whatever the key's
-  width. Two keys share a digest with probability about n^2 / 2^129 (1e-25 at 10 M rows).
+- any other key (composite, text, uuid, numeric, ...) is stored as the first 128 bits of the SHA-256 digest of
+  an unambiguous encoding of its values (JSON of the key columns, computed by DuckDB): **24 bytes per row**
+  whatever the key's width. Two keys share a digest with probability about n^2 / 2^129 (1e-25 at 10 M rows), and
+  SHA-256 (unlike MD5) gives whoever writes the source no way to make two keys collide on purpose.
 
 A location packs a file number (24 bits) and a row position (40 bits) in a uint64. Rows live in a sorted base
 array and a sorted run of recent inserts (at most 1/16 of the base, 64 Ki entries at least); deletes are
@@ -79,15 +80,18 @@ def _digest(keys: pa.Table) -> np.ndarray:
     plain = pa.table([_storage(c) for c in keys.columns], names=names)  # noqa: F841  (read by DuckDB below)
     fields = ", ".join(f"{n} := {n}" for n in names)
     # to_json escapes every value: the encoding of a tuple of keys is unambiguous, and the same for every call
-    result = con.execute(
-        f"SELECT md5_number_upper(j) AS hi, md5_number_lower(j) AS lo "
-        f"FROM (SELECT to_json(struct_pack({fields}))::VARCHAR AS j FROM plain)"
-    ).to_arrow_table()
-    hi = result["hi"].to_numpy().astype(">u8")
-    lo = result["lo"].to_numpy().astype(">u8")
-    out = np.empty((len(hi), 2), dtype=">u8")
-    out[:, 0], out[:, 1] = hi, lo
-    return out.view("S16").reshape(-1)
+    digests = (
+        con.execute(
+            f"SELECT unhex(substr(sha256(to_json(struct_pack({fields}))::VARCHAR), 1, 32)) FROM plain"
+        )
+        .to_arrow_table()
+        .column(0)
+        .combine_chunks()
+    )
+    offsets = np.frombuffer(digests.buffers()[1], np.int32, len(digests) + 1, digests.offset * 4)
+    if offsets[-1] - offsets[0] != 16 * len(digests):
+        raise ValueError("a key digest is not 16 bytes long")
+    return np.frombuffer(digests.buffers()[2], "S16", len(digests), int(offsets[0])).copy()
 
 
 # -------------------------------------------------------------------------------------------------- index
