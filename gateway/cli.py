@@ -19,6 +19,7 @@ import fnmatch
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -171,8 +172,10 @@ class Session:
         started = time.monotonic()
         cursor = self.conn.cursor()
         try:
-            cursor.execute(sql)
-            self._show(cursor, title)
+            with warnings.catch_warnings():  # a cut result is said once, by the NOTICE of _show
+                warnings.simplefilter("ignore", client.Warning)
+                cursor.execute(sql)
+                self._show(cursor, title)
             return True
         except KeyboardInterrupt:
             cursor.cancel()

@@ -7,21 +7,28 @@ Hand-written because PEP 249 prescribes these names; they are re-exported by :mo
 
 from __future__ import annotations
 
+import builtins
 import datetime
 import decimal
 import json
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 NUMERIC_TEXT = b"lakegate.numeric"
+#: How PostgreSQL's and DuckDB's ±infinity travel in Arrow: the largest value of the storage type and its negation.
+INFINITY = {pa.int64(): 2**63 - 1, pa.int32(): 2**31 - 1}
+DAY_MICROS = 86_400_000_000
 
 
 # ------------------------------------------------------------------------------------------------ errors
 
 
-class Warning(Exception):  # noqa: A001 - the name PEP 249 prescribes
-    """Important warnings (PEP 249). lakegate raises none today."""
+class Warning(builtins.Warning):  # noqa: A001 - the name PEP 249 prescribes
+    """Important warnings (PEP 249), such as a result cut at the gateway's row cap. A subclass of Python's
+    ``Warning`` (itself an ``Exception``), so that it goes through :mod:`warnings`: shown once by default,
+    silenced or turned into an exception with the usual filters."""
 
 
 class Error(Exception):
@@ -36,6 +43,7 @@ class Error(Exception):
         column: int | None = None,
         status: int | None = None,
         request_id: str | None = None,
+        sqlstate: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -44,6 +52,8 @@ class Error(Exception):
         self.column = column
         self.status = status
         self.request_id = request_id
+        #: the SQLSTATE: the gateway's when it sends one (PostgreSQL's own), else the class of ``code``
+        self.sqlstate = sqlstate or SQLSTATES.get(code or "")
 
 
 class InterfaceError(Error):
@@ -94,6 +104,26 @@ ERROR_CLASSES: dict[str, type[DatabaseError]] = {
 }
 
 
+#: SQLSTATE of each gateway error code, as PostgreSQL would report the same failure (its errcodes appendix).
+SQLSTATES: dict[str, str] = {
+    "syntax_error": "42601",  # syntax_error
+    "query_error": "42000",  # syntax_error_or_access_rule_violation: the engine refused the query
+    "forbidden": "42501",  # insufficient_privilege
+    "not_found": "42P01",  # undefined_table
+    "bad_request": "08P01",  # protocol_violation: the request itself was malformed
+    "unsupported": "0A000",  # feature_not_supported
+    "unauthorized": "28000",  # invalid_authorization_specification
+    "timeout": "57014",  # query_canceled (statement_timeout)
+    "cancelled": "57014",  # query_canceled (cursor.cancel(), Ctrl-C)
+    "client_closed": "57014",
+    "too_large": "54000",  # program_limit_exceeded
+    "truncated": "54000",
+    "unavailable": "53000",  # insufficient_resources: every worker busy, or a source down
+    "internal": "XX000",  # internal_error
+    "data": "22000",  # data_exception: a value Python or pandas cannot hold
+}
+
+
 def error_from_body(status: int, body: bytes) -> Error:
     """The exception for a gateway error response (``{"error": {"code", "message", "line", "column"}}``)."""
     try:
@@ -114,6 +144,7 @@ def error_from_body(status: int, body: bytes) -> Error:
         column=error.get("column"),
         status=status,
         request_id=error.get("request_id"),
+        sqlstate=error.get("sqlstate"),
     )
 
 
@@ -212,13 +243,85 @@ def numeric_text(field: pa.Field) -> bool:
 
 
 def _column_values(column: pa.Array, field: pa.Field) -> list[Any]:
-    """Python values of a column; values Python cannot hold (e.g. infinite timestamps) become their text."""
+    """Python values of a column (see :func:`check_times` and :func:`temporal_values` for the values Python's
+    types cannot hold)."""
     if numeric_text(field):
         return [None if v is None else decimal.Decimal(v) for v in column.to_pylist()]
+    t = column.type
+    if pa.types.is_timestamp(t) or t == pa.date32():
+        return temporal_values(column, field)
+    check_times(column, field)
     try:
         return column.to_pylist()
-    except (ValueError, OverflowError, pa.ArrowException):
-        return column.cast(pa.string()).to_pylist()
+    except (ValueError, OverflowError, pa.ArrowException) as exc:
+        raise _unholdable(field, exc) from exc
+
+
+def _unholdable(field: pa.Field, exc: Exception) -> DataError:
+    return DataError(
+        f"column {field.name!r} ({field.type}) has a value Python cannot hold ({exc}); select it as text "
+        f'("{field.name}"::text) or read the result with to_arrow(), which keeps it',
+        code="data",
+    )
+
+
+def infinities(column: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """Masks of +infinity and -infinity in a timestamp or date32 column, or None when it has neither."""
+    storage = pa.int64() if pa.types.is_timestamp(column.type) else pa.int32()
+    raw = column.cast(storage)
+    top = INFINITY[storage]
+    positive, negative = pc.equal(raw, top), pc.less_equal(raw, -top)
+    if not (pc.any(positive).as_py() or pc.any(negative).as_py()):
+        return None
+    return positive, negative
+
+
+def temporal_values(column: pa.Array, field: pa.Field) -> list[Any]:
+    """Timestamps and dates; PostgreSQL's ``infinity`` and ``-infinity`` become ``datetime.max`` and
+    ``datetime.min`` (``date.max``/``date.min``; UTC-aware for ``timestamptz``), psycopg's documented recipe,
+    so that the column keeps one type. Any other value beyond Python's years 1-9999 is a :class:`DataError`."""
+    masks = infinities(column)
+    if masks is None:
+        try:
+            return column.to_pylist()
+        except (ValueError, OverflowError, pa.ArrowException) as exc:
+            raise _unholdable(field, exc) from exc
+    positive, negative = masks
+    finite = pc.if_else(pc.or_(positive, negative), pa.scalar(None, column.type), column)
+    try:
+        values = finite.to_pylist()
+    except (ValueError, OverflowError, pa.ArrowException) as exc:
+        raise _unholdable(field, exc) from exc
+    top, bottom = _extremes(column.type)
+    for i, (pos, neg) in enumerate(zip(positive.to_pylist(), negative.to_pylist(), strict=True)):
+        if pos:
+            values[i] = top
+        elif neg:
+            values[i] = bottom
+    return values
+
+
+def _extremes(t: pa.DataType) -> tuple[Any, Any]:
+    if pa.types.is_date(t):
+        return datetime.date.max, datetime.date.min
+    tz = datetime.UTC if t.tz else None  # type: ignore[attr-defined]
+    return datetime.datetime.max.replace(tzinfo=tz), datetime.datetime.min.replace(tzinfo=tz)
+
+
+def check_times(column: pa.Array, field: pa.Field) -> None:
+    """PostgreSQL's ``time '24:00'`` has no ``datetime.time`` (Arrow would wrap it round to 00:00): a clear
+    :class:`DataError` instead of a wrong value."""
+    if not pa.types.is_time(column.type) or not len(column):
+        return
+    unit = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 0.001}[column.type.unit]
+    largest = pc.max(column.cast(pa.int64())).as_py()
+    if largest is not None and largest * unit >= DAY_MICROS:
+        raise DataError(
+            f"column {field.name!r} has the time 24:00:00, which Python's datetime.time cannot hold; select it "
+            f'as text ("{field.name}"::text) or as an interval ("{field.name}" - time \'00:00\'), or read the '
+            "result with to_arrow(), which keeps it (86400 seconds after midnight)",
+            code="data",
+        )
 
 
 def batch_rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:

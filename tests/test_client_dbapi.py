@@ -232,6 +232,23 @@ def test_errors_carry_code_message_and_position(conn: client.Connection) -> None
     )
 
 
+def test_errors_carry_sqlstate(conn: client.Connection) -> None:
+    """SQLSTATE as PostgreSQL would report the same failure, for code that branches on it."""
+    cases = {
+        "SELECT * FROM": "42601",  # syntax_error
+        "SELECT * FROM lake.public.userz": "42P01",  # undefined_table
+        "DELETE FROM pg.public.users": "42501",  # insufficient_privilege
+        "SHOW FUNCTIONS": "0A000",  # feature_not_supported
+    }
+    for sql, sqlstate in cases.items():
+        with pytest.raises(lakegate.DatabaseError) as info:
+            conn.cursor().execute(sql)
+        assert info.value.sqlstate == sqlstate, (sql, info.value.code, info.value.message)
+    with lakegate.connect(conn.url, token="wrong") as bad, pytest.raises(lakegate.OperationalError) as refused:
+        bad.cursor().execute("SELECT 1")
+    assert refused.value.sqlstate == "28000"
+
+
 def test_connection_failures_are_operational(env: Env) -> None:
     with lakegate.connect(env.url, token="wrong") as bad, pytest.raises(lakegate.OperationalError) as info:
         bad.cursor().execute("SELECT 1")
@@ -305,11 +322,26 @@ def test_pandas_read_sql(conn: client.Connection) -> None:
 
 
 def test_row_cap_is_reported(env: Env) -> None:
+    """A cut result is never silent: a lakegate.Warning (PEP 249's word for a truncation), or an error."""
+    sql = "SELECT id FROM pg.public.users ORDER BY id"
     with lakegate.connect(env.url, token=env.token, max_rows=2) as capped:
-        cur = capped.cursor().execute("SELECT id FROM pg.public.users ORDER BY id")
-        assert cur.fetchall() == [(1,), (2,)] and cur.truncated is True
-        assert capped.query("SELECT id FROM lake.public.users ORDER BY id").truncated is True
-        assert capped.query("SELECT 1 AS one").truncated is False
+        cur = capped.cursor().execute("SELECT 1 AS one")
+        assert cur.fetchall() == [(1,)] and cur.truncated is False  # no warning (warnings are errors here)
+        with pytest.warns(lakegate.Warning, match=r"row cap of 2 rows: rows are missing; add a LIMIT") as seen:
+            cur = capped.cursor().execute(sql)
+            assert cur.fetchall() == [(1,), (2,)] and cur.truncated is True
+        assert seen[0].filename == __file__  # it points at the caller's line, not into lakegate
+        with pytest.warns(lakegate.Warning):
+            assert capped.query("SELECT id FROM lake.public.users ORDER BY id").truncated is True
+        with pytest.warns(lakegate.Warning), pytest.warns(UserWarning, match="SQLAlchemy"):
+            assert len(pd.read_sql(sql, capped)) == 2
+    with lakegate.connect(env.url, token=env.token, max_rows=2, on_truncate="error") as strict:
+        with pytest.raises(lakegate.DataError, match="more rows than the gateway's row cap of 2") as info:
+            strict.cursor().execute(sql).fetchall()
+        assert (info.value.code, info.value.sqlstate) == ("truncated", "54000")
+        assert strict.cursor().execute(sql + " LIMIT 2").fetchall() == [(1,), (2,)]
+    with pytest.raises(lakegate.InterfaceError, match="on_truncate"):
+        lakegate.connect(env.url, on_truncate="ignore")  # type: ignore[arg-type]
 
 
 def test_streaming_fetchmany_reads_large_results_in_batches(conn: client.Connection) -> None:
@@ -319,8 +351,9 @@ def test_streaming_fetchmany_reads_large_results_in_batches(conn: client.Connect
         assert rows[0][0] == total
         total += len(rows)
     assert total == 99000 and cur.rowcount == 99000 and cur.truncated is False
-    cur.execute("SELECT range AS i FROM range(150000)")  # beyond the server's max_rows (100000)
-    assert len(cur.fetchall()) == 100000 and cur.truncated is True
+    with pytest.warns(lakegate.Warning, match="row cap of 100000 rows"):
+        cur.execute("SELECT range AS i FROM range(150000)")  # beyond the server's max_rows (100000)
+        assert len(cur.fetchall()) == 100000 and cur.truncated is True
     # exactly the cap, streamed (10 MB): only the stream's trailer can tell that nothing was cut
     cur.execute("SELECT range AS i, repeat('x', 100) || range AS s FROM range(100000)")
     assert len(cur.fetchall()) == 100000 and cur.truncated is False
@@ -342,11 +375,11 @@ def test_threads_may_share_a_connection(conn: client.Connection) -> None:
     assert sorted(results) == [5, 6, 7, 8, 9, 10]
 
 
-def _sleeping(env: Env) -> int:
+def _sleeping(env: Env, seconds: int = 21) -> int:
     with psycopg.connect(env.dsn, autocommit=True) as pg:
         return pg.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE '%%pg_sleep(21)%%' "
-            "AND pid <> pg_backend_pid()"
+            "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE %s AND pid <> pg_backend_pid()",
+            (f"%pg_sleep({seconds})%",),
         ).fetchone()[0]  # type: ignore[index]
 
 
@@ -369,3 +402,70 @@ def test_schema_status_and_explain(conn: client.Connection) -> None:
     assert {("lake", "transactions"), ("pg", "users")} <= names
     assert {t["table"] for t in conn.status()["tables"]} >= {"lake.public.transactions"}
     assert conn.explain("SELECT * FROM pg.public.users")["route"] == "postgres"
+
+
+def _wait_gone(env: Env, seconds: int) -> int:
+    deadline = time.monotonic() + 10
+    while (left := _sleeping(env, seconds)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_cancel_from_another_thread_cancels_the_server_query(env: Env, conn: client.Connection) -> None:
+    cur = conn.cursor()
+    threading.Timer(1.0, cur.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(lakegate.OperationalError) as info:
+        cur.execute("SELECT pg_sleep(22) FROM pg.public.users LIMIT 1")  # the server answers nothing yet
+    assert time.monotonic() - started < 10
+    assert (info.value.code, info.value.sqlstate) == ("cancelled", "57014")
+    assert "canceling statement due to user request" in info.value.message
+    assert _wait_gone(env, 22) == 0, "the gateway did not cancel the engine query"
+    assert cur.execute("SELECT 42 AS answer").fetchall() == [(42,)]  # the cursor works again
+
+    cur.execute("SELECT range AS i, repeat('x', 200) AS s FROM range(100000)")  # rows streaming
+    assert len(cur.fetchmany(10)) == 10
+    cur.cancel()
+    with pytest.raises(lakegate.OperationalError, match="canceling statement"):
+        cur.fetchall()
+    other = conn.cursor()  # another cursor of the same connection is not touched by either cancel
+    assert other.execute("SELECT 1 AS one").fetchall() == [(1,)]
+
+
+INFINITE = (
+    "SELECT 'infinity'::timestamp AS ts, '-infinity'::timestamptz AS tz, 'infinity'::date AS d, "
+    "'-infinity'::date AS d2, '2024-05-01 12:00'::timestamp AS plain"
+)
+
+
+@pytest.mark.parametrize("suffix", ["", " FROM pg.public.users LIMIT 1"], ids=["duckdb", "postgres"])
+def test_infinite_timestamps_keep_their_column_types(conn: client.Connection, suffix: str) -> None:
+    cur = conn.cursor().execute(INFINITE + suffix)
+    assert all(column[1] == lakegate.DATETIME for column in cur.description)  # type: ignore[union-attr]
+    utc = datetime.UTC
+    assert cur.fetchall() == [
+        (
+            datetime.datetime.max,
+            datetime.datetime.min.replace(tzinfo=utc),
+            datetime.date.max,
+            datetime.date.min,
+            datetime.datetime(2024, 5, 1, 12, 0),
+        )
+    ]
+    frame = conn.query(INFINITE + suffix).to_pandas()
+    assert str(frame["ts"].dtype) == "datetime64[us]" and str(frame["tz"].dtype).startswith("datetime64[us, ")
+    top = pd.Timestamp(2**63 - 1, unit="us")  # datetime64[us]'s largest: what +infinity is in Arrow
+    assert frame["ts"].iloc[0] == top and frame["tz"].iloc[0] == pd.Timestamp(-(2**63 - 1), unit="us", tz="UTC")
+    assert (frame["d"].iloc[0], frame["d2"].iloc[0]) == (datetime.date.max, datetime.date.min)
+    assert frame["plain"].iloc[0] == pd.Timestamp("2024-05-01 12:00")
+
+
+def test_time_24_00_is_an_error_not_midnight(conn: client.Connection) -> None:
+    sql = "SELECT time '24:00' AS closes, time '23:59' AS last"
+    with pytest.raises(lakegate.DataError, match=r"'closes' has the time 24:00:00") as info:
+        conn.cursor().execute(sql).fetchall()
+    assert info.value.sqlstate == "22000"
+    result = conn.query(sql)
+    with pytest.raises(lakegate.DataError, match="24:00:00"):
+        result.to_pandas()
+    assert result.to_arrow().column("closes").cast(pa.int64()).to_pylist() == [86_400_000_000]
