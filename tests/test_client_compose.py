@@ -41,6 +41,7 @@ def _check_services(config: dict[str, Any]) -> None:
         "redis",
         "redash-postgres",
         "redash-create-db",
+        "redash-admin",
         "redash-server",
         "redash-scheduler",
         "redash-worker",
@@ -59,6 +60,9 @@ def _check_services(config: dict[str, Any]) -> None:
         mounts = " ".join(str(v) for v in redash["volumes"])
         assert "lakegate_query_runner.py:/opt/lakegate/lakegate_query_runner.py" in mounts
     assert "QUEUES" in services["redash-worker"]["environment"]
+    admin = " ".join(services["redash-admin"]["command"])  # Redash's command, not its newsletter-subscribing /setup
+    assert "manage users create_root" in admin and "--org default" in admin
+    assert "redash-admin" in services["provision"]["depends_on"]
 
 
 def test_compose_file_wires_the_services() -> None:

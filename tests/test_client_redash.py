@@ -9,8 +9,11 @@
 
 from __future__ import annotations
 
+import csv
 import importlib
 import importlib.util
+import io
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +26,7 @@ import requests
 import yaml
 
 from tests.clienthelp import ROOT, Env, client_env, free_port
+from tests.redash_standin import flow
 
 RUNNER_DIR = ROOT / "compose" / "redash"
 STANDIN = Path(__file__).parent / "redash_standin"
@@ -165,9 +169,13 @@ def test_runner_shapes_results_schema_and_errors(env: Env, runner: ModuleType) -
     assert {"name": "email", "type": "text"} in tables["pg.public.users"]
     with pytest.raises(runner.GatewayError) as syntax:
         gateway.query("SELECT *\nFROM lake.public.users WHERE")
-    assert str(syntax.value).startswith(
-        "syntax_error: syntax error at line 2"
-    ) and "(line 2, column 24)" in str(syntax.value)
+    message = str(syntax.value)
+    assert message.startswith("syntax_error: ") and "line 2" in message and "column 24" in message
+    assert message.count("line 2") == 1, message  # the position once
+    assert (
+        runner.error_text({"code": "x", "message": "bad", "line": 3, "column": 4})
+        == "x: bad (line 3, column 4)"
+    )
     with pytest.raises(runner.GatewayError, match="not_found: table lake.public.nope does not exist"):
         gateway.query("SELECT * FROM lake.public.nope")
     with pytest.raises(runner.GatewayError, match="unauthorized"):
@@ -239,3 +247,222 @@ def test_runner_in_the_real_redash(env: Env, isolated_imports: None) -> None:
     spec = importlib.util.find_spec("redash")
     module, query_runner = _load_with(Path(spec.origin).parent.parent)  # type: ignore[union-attr,arg-type]
     _check_registered_runner(env, module, query_runner)
+
+
+# ------------------------------------------------------------------- what a Redash user sees of the runner
+
+
+@pytest.fixture
+def standin_runner(env: Env, isolated_imports: None) -> Any:
+    _, query_runner = _load_with(STANDIN)
+
+    def make(**options: Any) -> Any:
+        return query_runner.get_query_runner("lakegate", {"url": env.url, "token": env.token, **options})
+
+    return make
+
+
+def test_a_cut_result_is_visible_in_redash(env: Env, standin_runner: Any) -> None:
+    """Redash shows "N rows" and nothing of the metadata: the cut shows as a last row (tables, dashboards) and
+    in the query page's "Log Information"; Redash's own flag is set; or the query fails, as configured."""
+    sql = "SELECT id, email FROM pg.public.users ORDER BY id"
+    with env.pg() as pg:
+        emails = [e for (e,) in pg.execute("SELECT email FROM users ORDER BY id").fetchall()]
+    data = flow.execute(standin_runner(max_rows=2), sql)
+    assert [r["email"] for r in data["rows"][:2]] == emails[:2] and len(data["rows"]) == 3
+    marker = data["rows"][-1]
+    assert marker["id"] is None and marker["email"].startswith("\u26a0 lakegate: the result was cut")
+    assert "only the first 2 rows" in marker["email"]
+    page = flow.query_page(data)
+    assert page["rows"] == "3 rows" and page["truncated"] is True
+    assert page["log"][0] == "Log Information:" and "only the first 2 rows" in page["log"][1]
+
+    numbers = flow.execute(standin_runner(max_rows=2), "SELECT id FROM pg.public.users ORDER BY id")
+    assert [c["name"] for c in numbers["columns"]] == ["id", "lakegate"]  # a column to carry the note
+    assert [r["id"] for r in numbers["rows"]] == [1, 2, None] and numbers["rows"][2]["lakegate"]
+
+    logged = flow.execute(standin_runner(max_rows=2, on_truncate="log"), sql)
+    assert len(logged["rows"]) == 2 and "only the first 2 rows" in flow.query_page(logged)["log"][1]
+    with pytest.raises(flow.QueryExecutionError, match="more than 2 rows, the gateway's row cap"):
+        flow.execute(standin_runner(max_rows=2, on_truncate="error"), sql)
+    with pytest.raises(flow.QueryExecutionError, match="write one of warn, log, error"):
+        flow.execute(standin_runner(on_truncate="silently"), sql)
+
+    whole = flow.execute(standin_runner(), sql)  # not cut: nothing added
+    assert [r["email"] for r in whole["rows"]] == emails and "log" not in whole and "truncated" not in whole
+    assert flow.query_page(whole)["log"] == []
+
+
+def test_arrays_download_as_postgresql_literals(env: Env, standin_runner: Any) -> None:
+    sql = "SELECT ARRAY['a', 'b c', NULL, ''] AS words, ARRAY[1, 2] AS nums, ARRAY[[1, 2], [3, 4]] AS grid"
+    data = flow.execute(standin_runner(), sql)
+    with env.pg() as pg:  # PostgreSQL's own text of the same arrays
+        as_text = sql.replace(" AS", "::text AS")
+        expected = [str(v) for v in pg.execute(as_text).fetchone()]  # type: ignore[union-attr]
+    rows = list(csv.reader(io.StringIO(flow.csv_download(data))))
+    assert rows == [["words", "nums", "grid"], expected]
+    assert [c["type"] for c in data["columns"]] == ["string", "string", "string"]
+
+
+def test_errors_in_redash_point_into_the_users_sql(env: Env, standin_runner: Any) -> None:
+    """Redash prefixes /* Username: …, Job ID: … */: the position is the user's line and column, given once."""
+    runner = standin_runner()
+    with pytest.raises(flow.QueryExecutionError) as syntax:
+        flow.execute(runner, "SELECT *\nFROM pg.public.users WHERE")
+    assert str(syntax.value).count("line 2") == 1 and "column 22" in str(syntax.value), str(syntax.value)
+
+
+# ----------------------------------------------------------------------------------------- provisioning
+
+
+class StandinRedash:
+    """The part of redash-toolbelt's client that compose/provision.py uses, over an in-memory Redash whose
+    query jobs run for real: the lakegate runner (through the Redash stand-in) or the JSON data source (as
+    :func:`json_source` does) against the test gateway."""
+
+    def __init__(self, make_runner: Any) -> None:
+        self.make_runner = make_runner
+        self.sources: dict[int, dict[str, Any]] = {}
+        self.saved: dict[int, dict[str, Any]] = {}
+        self.boards: list[dict[str, Any]] = []
+
+    def _get(self, path: str) -> Any:
+        assert path == "api/data_sources/types", path
+        return _Json([{"type": "lakegate"}, {"type": "json"}])
+
+    def _post(self, path: str, json: Any = None) -> Any:
+        parts = path.split("/")
+        if parts[1] == "data_sources" and len(parts) == 3:
+            self.sources[int(parts[2])].update(json)
+            return _Json(self.sources[int(parts[2])])
+        if parts[1] == "data_sources" and parts[3] == "test":
+            return _Json(self._test(self.sources[int(parts[2])]))
+        assert parts[1] == "queries" and parts[3] == "results", path
+        return _Json({"job": self._run(self.saved[int(parts[2])])})
+
+    def _test(self, source: dict[str, Any]) -> dict[str, Any]:
+        if source["type"] == "json":
+            return {"ok": True}  # Redash's JSON data source tests nothing
+        try:
+            self.make_runner(**source["options"]).test_connection()
+        except Exception as exc:  # noqa: BLE001 - Redash reports any exception as the test's message
+            return {"ok": False, "message": str(exc)}
+        return {"ok": True, "message": "success"}
+
+    def _run(self, query: dict[str, Any]) -> dict[str, Any]:
+        source = self.sources[query["data_source_id"]]
+        options = source["options"]
+        if source["type"] == "json":
+            auth = (options.get("username"), options.get("password"))
+            _, error = json_source(query["query"], options["base_url"], *auth)
+        else:
+            try:
+                flow.execute(self.make_runner(**options), query["query"], query_id=query["id"])
+                error = None
+            except flow.QueryExecutionError as exc:
+                error = str(exc)
+        return {"id": query["id"], "status": 4 if error else 3, "error": error or ""}
+
+    def get_data_sources(self) -> list[dict[str, Any]]:
+        return [{"id": i, **s} for i, s in self.sources.items()]
+
+    def create_data_source(self, name: str, kind: str, options: dict[str, Any]) -> Any:
+        self.sources[len(self.sources) + 1] = {"name": name, "type": kind, "options": options}
+        return _Json({"id": len(self.sources)})
+
+    def queries(self) -> list[dict[str, Any]]:
+        return list(self.saved.values())
+
+    def dashboards(self) -> list[dict[str, Any]]:
+        return self.boards
+
+    def paginate(self, resource: Any) -> list[dict[str, Any]]:
+        return resource()  # type: ignore[no-any-return]
+
+    def create_query(self, payload: dict[str, Any]) -> Any:
+        query_id = len(self.saved) + 1
+        self.saved[query_id] = {"id": query_id, "visualizations": [{"id": 100 + query_id}], **payload}
+        return _Json(self.saved[query_id])
+
+    def update_query(self, query_id: int, payload: dict[str, Any]) -> Any:
+        self.saved[query_id].update(payload)
+        return _Json(self.saved[query_id])
+
+    def get_query(self, query_id: int) -> dict[str, Any]:
+        return self.saved[query_id]
+
+    def create_dashboard(self, name: str) -> dict[str, Any]:
+        self.boards.append({"id": len(self.boards) + 1, "name": name, "widgets": []})
+        return self.boards[-1]
+
+    def create_widget(self, dashboard: int, visualization: int, text: str, options: dict[str, Any]) -> None:
+        self.boards[dashboard - 1]["widgets"].append(visualization)
+
+    def update_dashboard(self, dashboard: int, properties: dict[str, Any]) -> None:
+        self.boards[dashboard - 1].update(properties)
+
+
+class _Json:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def json(self) -> Any:
+        return self.value
+
+
+@pytest.fixture
+def provision_module() -> Iterator[ModuleType]:
+    spec = importlib.util.spec_from_file_location("lakegate_provision", ROOT / "compose" / "provision.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_provision_checks_what_it_provisions(
+    env: Env,
+    standin_runner: Any,
+    provision_module: ModuleType,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    module = provision_module
+    caplog.set_level(logging.INFO, logger="lakegate.provision")
+    cfg = module.Config.from_env({"LAKEGATE_URL": env.url, "LAKEGATE_TOKEN": env.token})
+    redash = StandinRedash(lambda **options: standin_runner(**options))
+    assert module.provision(cfg, redash) == 0, caplog.text
+    examples = module.read_examples(cfg.examples)
+    assert len(redash.saved) == len(examples) + 1 and len(redash.boards[0]["widgets"]) == len(examples) + 1
+    assert "Redash is ready" in caplog.text
+
+    first = redash.saved[1]
+    first["query"] = "SELECT 1 AS edited_by_a_user"  # a user's edit survives a second run
+    assert module.provision(cfg, redash) == 0 and redash.saved[1]["query"] == "SELECT 1 AS edited_by_a_user"
+    assert len(redash.saved) == len(examples) + 1  # nothing created twice
+    forced = module.Config.from_env({"LAKEGATE_URL": env.url, "LAKEGATE_TOKEN": env.token}, force=True)
+    assert module.provision(forced, redash) == 0 and redash.saved[1]["query"] == examples[0].sql
+
+    caplog.clear()  # a changed token reaches the data sources, and a wrong one is said, not hidden
+    wrong = module.Config.from_env({"LAKEGATE_URL": env.url, "LAKEGATE_TOKEN": "not-the-token"})
+    assert module.provision(wrong, redash) == 1
+    assert redash.sources[1]["options"]["token"] == "not-the-token"
+    assert "the data source 'lakegate' failed Redash's connection test: unauthorized" in caplog.text
+    assert "Redash is ready" not in caplog.text and "failed: unauthorized" in caplog.text
+
+    caplog.clear()  # an example that fails makes the script fail, naming the query and the reason
+    (tmp_path / "01_bad.sql").write_text("-- title: Broken\nSELECT * FROM lake.public.nope")
+    broken = module.Config.from_env(
+        {"LAKEGATE_URL": env.url, "LAKEGATE_TOKEN": env.token, "EXAMPLES": str(tmp_path)}
+    )
+    assert module.provision(broken, redash) == 1
+    assert "the query 'Broken' failed: not_found: table lake.public.nope does not exist" in caplog.text
+
+    no_token = module.data_source_options(module.Config.from_env({"LAKEGATE_URL": env.url}))
+    assert no_token == {
+        "lakegate": ("lakegate", {"url": env.url}),
+        "lakegate (JSON)": ("json", {"base_url": env.url}),
+    }

@@ -24,6 +24,10 @@ logger = logging.getLogger(__name__)
 REDASH_TYPES = ("integer", "float", "boolean", "string", "datetime", "date")
 DEFAULT_URL = "http://gateway:8080"
 DEFAULT_TIMEOUT = 30.0
+#: What a result cut at the row cap does: "warn" = a line in Redash's "Log Information" (the query page) and a
+#: last row that says so (tables and dashboards); "log" = the log line only; "error" = the query fails.
+ON_TRUNCATE = ("warn", "log", "error")
+NOTE_COLUMN = "lakegate"  # the marker row's column when the result has no text column to carry the note
 HTTP_GRACE = 30.0  # the HTTP read may wait this much longer than the query's own time limit
 
 
@@ -50,20 +54,85 @@ def columns(gateway_columns: list[dict[str, Any]]) -> list[dict[str, str]]:
     return out
 
 
-def result_data(body: dict[str, Any]) -> dict[str, Any]:
-    """A ``POST /v1/query`` JSON answer as Redash's query result data."""
+def result_data(body: dict[str, Any], on_truncate: str = "warn") -> dict[str, Any]:
+    """A ``POST /v1/query`` JSON answer as Redash's query result data.
+
+    Arrays become PostgreSQL array literals (``{a,"b c"}``), as psql shows them: Redash would write a Python
+    list into its CSV download. A result cut at the gateway's row cap is said so where Redash shows it (see
+    :data:`ON_TRUNCATE`); Redash's own ``truncated`` flag (``QueryResult.getTruncated()``) is set too."""
     if "error" in body:  # the query failed after rows had started streaming
         raise GatewayError(error_text(body["error"]))
-    data = {"columns": columns(body.get("columns", [])), "rows": body.get("rows", [])}
+    cols = columns(body.get("columns", []))
+    rows = body.get("rows", [])
+    arrays = [c["name"] for c in cols if any(isinstance(row.get(c["name"]), list) for row in rows)]
+    for row in rows:
+        for name in arrays:
+            if isinstance(row.get(name), list):
+                row[name] = array_literal(row[name])
+    for column in cols:
+        if column["name"] in arrays:
+            column["type"] = "string"
+    data: dict[str, Any] = {"columns": cols, "rows": rows}
     data["metadata"] = {key: body[key] for key in ("truncated", "route", "elapsed_ms") if key in body}
+    if body.get("truncated"):
+        _mark_truncated(data, on_truncate)
     return data
 
 
+def truncation_note(rows: int) -> str:
+    return (
+        f"lakegate: the result was cut at the gateway's row cap: only the first {rows} rows are shown. "
+        "Add a LIMIT or an aggregate, or raise the data source's row cap (up to the gateway's max_rows)."
+    )
+
+
+def _mark_truncated(data: dict[str, Any], on_truncate: str) -> None:
+    rows = data["rows"]
+    note = truncation_note(len(rows))
+    if on_truncate == "error":
+        raise GatewayError(
+            f"lakegate: the result has more than {len(rows)} rows, the gateway's row cap (this data source "
+            "fails such queries). Add a LIMIT or an aggregate, or raise the data source's row cap."
+        )
+    data["truncated"] = True
+    data["log"] = [note]
+    if on_truncate != "warn":
+        return
+    text_columns = [c["name"] for c in data["columns"] if c["type"] == "string"]
+    if not text_columns:
+        data["columns"].append({"name": NOTE_COLUMN, "friendly_name": NOTE_COLUMN, "type": "string"})
+        text_columns = [NOTE_COLUMN]
+    rows.append({c["name"]: None for c in data["columns"]} | {text_columns[0]: "\u26a0 " + note})
+
+
+def array_literal(values: list[Any]) -> str:
+    """A PostgreSQL array literal of JSON values (nested lists are sub-arrays)."""
+    return "{" + ",".join(_array_item(v) for v in values) + "}"
+
+
+def _array_item(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, list):
+        return array_literal(value)
+    if isinstance(value, bool):
+        text = "t" if value else "f"
+    elif isinstance(value, dict):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = str(value)
+    if text == "" or text.upper() == "NULL" or any(c in text for c in ' ,{}"\\\t\n'):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
 def error_text(error: dict[str, Any]) -> str:
-    """``code: message (line L, column C)`` from the gateway's error member."""
+    """``code: message (line L, column C)`` from the gateway's error member; the position once (left out when
+    the message already gives it)."""
     text = f"{error.get('code', 'error')}: {error.get('message', '')}".strip()
-    if error.get("line"):
-        text += f" (line {error['line']}, column {error.get('column')})"
+    line, column = error.get("line"), error.get("column")
+    if line and f"line {line}" not in str(error.get("message", "")):
+        text += f" (line {line}, column {column})" if column else f" (line {line})"
     return text
 
 
@@ -103,12 +172,23 @@ class Gateway:
     """The gateway's HTTP API through requests; every failure becomes a :class:`GatewayError`."""
 
     def __init__(
-        self, url: str, token: str | None = None, timeout: float | None = None, max_rows: Any = None
+        self,
+        url: str,
+        token: str | None = None,
+        timeout: float | None = None,
+        max_rows: Any = None,
+        on_truncate: str | None = None,
     ):
         self.url = (url or DEFAULT_URL).rstrip("/")
         self.token = token or None
         self.timeout = float(timeout) if timeout else DEFAULT_TIMEOUT
         self.max_rows = int(max_rows) if max_rows else None
+        self.on_truncate = (on_truncate or "warn").strip().lower()
+        if self.on_truncate not in ON_TRUNCATE:
+            raise GatewayError(
+                f"the data source's 'When the row cap cuts a result' is {on_truncate!r}: "
+                f"write one of {', '.join(ON_TRUNCATE)}"
+            )
 
     def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         """One request on its own session, closed afterwards in every case: when Redash interrupts a running
@@ -134,7 +214,7 @@ class Gateway:
             body["max_rows"] = self.max_rows
         response = self._request("POST", "/v1/query", json=body)
         try:
-            return result_data(response.json())
+            return result_data(response.json(), self.on_truncate)
         except ValueError as exc:
             raise GatewayError(f"the gateway's answer was not JSON: {exc}") from exc
 
@@ -154,8 +234,13 @@ def configuration_schema() -> dict[str, Any]:
             "token": {"type": "string", "title": "Token"},
             "timeout": {"type": "number", "title": "Query time limit (seconds)", "default": DEFAULT_TIMEOUT},
             "max_rows": {"type": "number", "title": "Row cap (at most the gateway's max_rows)"},
+            "on_truncate": {
+                "type": "string",
+                "title": "When the row cap cuts a result: warn (a last row and a log line), log, or error",
+                "default": "warn",
+            },
         },
-        "order": ["url", "token", "timeout", "max_rows"],
+        "order": ["url", "token", "timeout", "max_rows", "on_truncate"],
         "required": ["url"],
         "secret": ["token"],
     }
@@ -167,6 +252,7 @@ def gateway_of(configuration: dict[str, Any]) -> Gateway:
         configuration.get("token"),
         configuration.get("timeout"),
         configuration.get("max_rows"),
+        configuration.get("on_truncate"),
     )
 
 
