@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.manifest import DataFileContent, ManifestContent
+from pyiceberg.types import LongType
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, TableRef, TableSchema
 from lakegate.connectors.iceberg import deletes, keyindex
@@ -311,3 +312,30 @@ def test_manifests_are_merged_data_and_deletes_apart(tmp_path: Path) -> None:
         )
         assert contents == expected
     assert int(snapshot.summary["total-delete-files"]) == 9
+
+
+def test_commits_follow_schema_evolution_and_renamed_keys(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    state = _create(catalog, "t", COMPOSITE)
+    model = Model(COMPOSITE, seed=37)
+    state.commit(model.batch(200), {"lakegate.lsn": "1"})
+    with state.table.update_schema() as update:  # a column added and the int key widened, as the source did
+        update.add_column("extra", LongType())
+        update.update_column("a", field_type=LongType())
+    with state.table.update_schema() as update:
+        update.rename_column("b", "bee")  # Iceberg renames by field id: old files keep the old name
+    state = StateTable(catalog.load_table("public.t"), ("a", "bee"))
+    renamed = tuple(Column("bee", c.type, c.source_type, key=True) if c.name == "b" else c for c in COMPOSITE)
+    model.columns, model.key = renamed, ("a", "bee")
+    model.rows = {k: {("bee" if n == "b" else n): v for n, v in row.items()} for k, row in model.rows.items()}
+    for step in range(4):
+        batch = model.batch(150)
+        batch = batch.set_column(0, "a", batch["a"].cast(pa.int64()))
+        state.commit(batch, {"lakegate.lsn": str(10 + step)})
+        names = [c.name for c in renamed]
+        _same(state, state.table.scan().to_arrow(), model.expected(), names, f"after commit {step}")
+    fresh = StateTable(catalog.load_table("public.t"), ("a", "bee"))
+    assert np.array_equal(fresh.index.items()[0], state.index.items()[0]), (
+        "old and new files encode keys alike"
+    )
+    assert state.table.scan().to_arrow()["extra"].null_count == len(model.rows)
