@@ -79,3 +79,42 @@ def test_a_tail_that_changes_no_row_still_moves_the_stamp(
     statesync.catch_up(table, statesync.state_of(table))
     assert table.state_checkpoint() == table.checkpoint()
     _plain_readers_equal_source(pg, settings, "public.t", lake_dir)
+
+
+def test_following_the_change_log_survives_a_crash_between_the_two_commits(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lakegate.connectors.changes import Position
+    from lakegate.connectors.iceberg import merge
+    from lakegate.connectors.iceberg.catalog import open_catalog
+    from lakegate.connectors.iceberg.writer import LakeTable
+    from tests.test_open_lake_deletes import COMPOSITE, Model
+
+    catalog = open_catalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse"))
+    model = Model(COMPOSITE, seed=41)
+    table = LakeTable(catalog, _schema(COMPOSITE))
+    table.create()
+    with table.snapshot(Position(100, 0), 0) as sink:
+        sink.write(pa.table({"a": pa.array([1, 2], pa.int32()), "b": ["x", "y"], "v": ["p", "q"]}))
+    model.rows = {(1, "x"): {"a": 1, "b": "x", "v": "p"}, (2, "y"): {"a": 2, "b": "y", "v": "q"}}
+    table.refresh()
+    state = statesync.state_of(table)
+    before = table.checkpoint()
+    names = [c.name for c in COMPOSITE]
+    for step in range(8):
+        batch = model.batch(60, truncate_at=25 if step == 5 else None)
+        position = Position(model.lsn, 60)
+        table.append(batch, position)
+        if step != 3:  # at step 3 the worker dies between the change-log commit and the state commit
+            statesync.follow(table, state, batch, before, position)
+            assert table.state_checkpoint() == position
+        before = position
+        state_rows = table.state.scan().to_arrow()
+        if step != 3:
+            _assert_same(arrow_rows(state_rows, names), model.expected(), f"state after flush {step}")
+    replayed = merge.replay(table.changelog.scan().to_arrow(), table.state.schema().as_arrow(), ("a", "b"))
+    _assert_same(arrow_rows(replayed, names), model.expected(), "the change log replayed")
+
+
+def _schema(columns):  # type: ignore[no-untyped-def]
+    from lakegate.connectors.changes import TableRef, TableSchema
+
+    return TableSchema(TableRef("public", "t"), columns, tuple(c.name for c in columns if c.key))

@@ -13,6 +13,9 @@ from __future__ import annotations
 import logging
 import time
 
+import pyarrow as pa
+
+from lakegate.connectors.changes import Position
 from lakegate.connectors.errors import LakeError
 from lakegate.connectors.iceberg.rowdelta import transaction
 from lakegate.connectors.iceberg.state import StateTable
@@ -37,6 +40,18 @@ def mark(state: StateTable) -> None:
         return
     with transaction(state.table) as txn:
         txn.set_properties({FORMAT_PROPERTY: POSITION_DELETES})
+
+
+def follow(
+    table: LakeTable, state: StateTable, changes: pa.Table, before: Position, position: Position
+) -> int:
+    """After the change log committed ``changes`` (covering ``before`` < change <= ``position``), commit them to the
+    state table too. When the state table is not at ``before`` (a crash between the two commits of an earlier
+    flush, a first-version lake), the whole tail is committed instead. Returns the number of changes applied."""
+    if table.state_checkpoint() != before:
+        return catch_up(table, state)
+    state.commit(changes, stamp(position), stamp_always=True)
+    return changes.num_rows
 
 
 def catch_up(table: LakeTable, state: StateTable) -> int:
