@@ -36,10 +36,11 @@ INTERNAL = "internal"  #: anything else
 class QueryError(ConnectorError):
     """An engine refused or failed a query. ``kind`` is one of the constants above."""
 
-    def __init__(self, message: str, kind: str = INTERNAL, *, engine: str = "") -> None:
+    def __init__(self, message: str, kind: str = INTERNAL, *, engine: str = "", sqlstate: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.engine = engine
+        self.sqlstate = sqlstate  #: PostgreSQL's error code, when PostgreSQL reported the error
 
 
 class QueryCancelled(QueryError):

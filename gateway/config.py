@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakegate.connectors.config import setting
+from lakegate.connectors.config import SettingsError, setting
 
 
 @dataclass
@@ -28,6 +28,13 @@ class GatewaySettings:
     duckdb_memory_limit: str = setting(
         "DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", ""
     )
+    read_timeout: float = setting(
+        "Time a client has to send a request's line and headers, and then its body; a connection that is "
+        "slower is closed (slowloris), a response not read for this long is aborted.",
+        10.0,
+        kind="duration",
+    )
+    max_connections: int = setting("Open connections at most; beyond it new ones are closed at once.", 2000)
     cache_bytes: int = setting(
         "Memory for the lake cache: hot lake tables kept in DuckDB memory at their current snapshot, least "
         "recently used evicted first (0 = off; at most half of DuckDB's memory limit). The default holds a "
@@ -36,3 +43,14 @@ class GatewaySettings:
         2**30,
         kind="size",
     )
+
+    def __post_init__(self) -> None:
+        for i, token in enumerate(self.tokens):
+            if not isinstance(token, str) or not token.strip() or token != token.strip():
+                raise SettingsError(
+                    f"gateway.tokens[{i}] is empty or has surrounding whitespace; every token must be a "
+                    "non-empty string without leading or trailing blanks (an empty entry would never be a "
+                    "secret)"
+                )
+        if self.read_timeout <= 0 or self.max_connections <= 0:
+            raise SettingsError("gateway.read_timeout and gateway.max_connections must be positive")

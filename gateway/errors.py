@@ -27,12 +27,19 @@ class GatewayError(Exception):
     code = "internal"
 
     def __init__(
-        self, message: str, *, line: int | None = None, column: int | None = None, code: str | None = None
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        code: str | None = None,
+        sqlstate: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
+        self.sqlstate = sqlstate  #: the engine's SQLSTATE (PostgreSQL's error code), when it gave one
         if code is not None:
             self.code = code
 
@@ -43,6 +50,8 @@ class GatewayError(Exception):
             "line": self.line,
             "column": self.column,
         }
+        if self.sqlstate:
+            error["sqlstate"] = self.sqlstate
         if request_id:
             error["request_id"] = request_id
         return {"error": error}

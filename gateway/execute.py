@@ -38,6 +38,7 @@ from lakegate.gateway.errors import (
     QueryTimeout,
     TooLarge,
     Unavailable,
+    UnsupportedQuery,
 )
 
 TIMEOUT, CLIENT, SHUTDOWN = "timeout", "client", "shutdown"
@@ -127,6 +128,13 @@ class Execution:
             self.close()
             raise self.translate(exc) from exc
         self.schema = unique_names(self.stream.schema)
+        nanos = [f.name for f in self.schema if _has_nanoseconds(f.type)]
+        if nanos:
+            self.close()
+            raise UnsupportedQuery(
+                f"column {nanos[0]!r} holds nanosecond times (timestamp_ns), which PostgreSQL and the result "
+                "formats do not have; cast it to timestamp (microseconds)"
+            )
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The result's batches, cut at the row cap; raises gateway errors. Closes the execution at the end."""
@@ -189,18 +197,28 @@ class Execution:
 def engine_error(exc: QueryError) -> GatewayError:
     """An engine's QueryError -> the gateway error with the right status."""
     engine = {"duckdb": "DuckDB", "postgres": "PostgreSQL"}.get(exc.engine, exc.engine or "the engine")
-    message = f"{engine}: {exc}"
+    message = f"{engine}: {exc}" + (f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else "")
+    error: GatewayError
     if exc.kind == "undefined_table":
-        return NotFound(message)
-    if exc.kind in (SYNTAX, UNDEFINED, INVALID):
-        return QueryFailed(message)
-    if exc.kind == PERMISSION:
-        return Forbidden(f"{engine} refused: {exc}")
-    if exc.kind == RESOURCES:
-        return TooLarge(f"{engine} ran out of resources: {exc}")
-    if exc.kind == UNAVAILABLE:
-        return Unavailable(message)
-    return GatewayError(message)
+        error = NotFound(message)
+    elif exc.kind in (SYNTAX, UNDEFINED, INVALID):
+        error = QueryFailed(message)
+    elif exc.kind == PERMISSION:
+        error = Forbidden(f"{engine} refused: {message[len(engine) + 2 :]}")
+    elif exc.kind == RESOURCES:
+        error = TooLarge(f"{engine} ran out of resources: {message[len(engine) + 2 :]}")
+    elif exc.kind == UNAVAILABLE:
+        error = Unavailable(message)
+    else:
+        error = GatewayError(message)
+    error.sqlstate = exc.sqlstate or None
+    return error
+
+
+def _has_nanoseconds(kind: pa.DataType) -> bool:
+    if pa.types.is_timestamp(kind) or pa.types.is_time64(kind) or pa.types.is_duration(kind):
+        return bool(kind.unit == "ns") and not pa.types.is_duration(kind)
+    return any(_has_nanoseconds(kind.field(i).type) for i in range(kind.num_fields))
 
 
 def unique_names(schema: pa.Schema) -> pa.Schema:

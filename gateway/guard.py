@@ -94,9 +94,10 @@ class Guard:
         self.engine_functions = engine_functions
         self.extra = frozenset(name.lower() for name in extra)
 
-    def check(self, ast: exp.Expression) -> None:
-        """Raise :class:`Forbidden` (or :class:`UnsupportedQuery`) unless ``ast`` is a read-only query."""
-        check_shape(ast)
+    def check(self, ast: exp.Expression, start: tuple[int | None, int | None] = (None, None)) -> None:
+        """Raise :class:`Forbidden` (or :class:`UnsupportedQuery`) unless ``ast`` is a read-only query
+        (``start``: where the statement's first word is in the user's text)."""
+        check_shape(ast, start)
         for node in ast.walk():
             if (
                 isinstance(node, exp.Table)
@@ -139,12 +140,14 @@ class Guard:
             )
 
 
-def check_shape(ast: exp.Expression) -> None:
+def check_shape(ast: exp.Expression, start: tuple[int | None, int | None] = (None, None)) -> None:
     if not isinstance(ast, _QUERY_TYPES):
-        raise _forbidden(
-            ast,
-            f"the statement {statement_name(ast)} is not allowed: the gateway runs only queries "
+        line, column = start if start[0] is not None else position(ast)
+        raise Forbidden(
+            f"{statement_name(ast)} is not allowed: the gateway runs only queries "
             "(SELECT, WITH, UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)",
+            line=line,
+            column=column,
         )
     for node in ast.walk():
         if isinstance(node, _FORBIDDEN):
@@ -153,11 +156,12 @@ def check_shape(ast: exp.Expression) -> None:
 
 
 def statement_name(node: exp.Expression) -> str:
-    """The statement's first keyword as written (INSTALL httpfs parses as an alias, CHECKPOINT as a column)."""
+    """The statement's first keyword (INSTALL httpfs parses as an alias, CHECKPOINT as a column); comments,
+    such as the one Redash puts first, are not part of it."""
     if isinstance(node, exp.Command):
         return str(node.this).upper()
-    words = node.sql(dialect="postgres").split()
-    return words[0].upper() if words else type(node).__name__.upper()
+    words = node.sql(dialect="postgres", comments=False).split()
+    return words[0].upper() if words else "this statement"
 
 
 def function_name(node: exp.Func) -> str:

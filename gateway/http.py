@@ -6,10 +6,7 @@ function dependency on a worker thread, a hop per request for a few comparisons.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import hmac
 import ipaddress
 import logging
 import signal
@@ -20,7 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
 import uvicorn
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
@@ -29,14 +26,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from lakegate.connectors.config import SettingsError
 from lakegate.gateway import encoders
 from lakegate.gateway.config import GatewaySettings
-from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, TooLarge, Unauthorized
+from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unauthorized
+from lakegate.gateway.http_limits import Admit, protocol
 from lakegate.gateway.http_query import Admission, Runner, run_query
 from lakegate.gateway.service import Gateway
 
 log = logging.getLogger("lakegate.gateway")
 T = TypeVar("T")
 
-MAX_SQL_BYTES = 1 << 20
 ACCEPT = {
     "application/x-ndjson": encoders.NDJSON,
     "application/ndjson": encoders.NDJSON,
@@ -59,39 +56,18 @@ class ExplainRequest(BaseModel):
     sql: str
 
 
-# ---------------------------------------------------------------------------------------------------- auth
-
-
-def _token(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer":
-        return value.strip()
-    if scheme.lower() == "basic":
-        try:
-            user, _, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return password or user
-    return None
-
-
-async def authorize(request: Request) -> None:
-    """Bearer token, or HTTP Basic auth with the token as password (what Redash's JSON data source sends)."""
-    tokens = request.app.state.gateway.config.tokens
-    if not tokens:
-        return
-    token = _token(request)
-    if token is None:
-        raise Unauthorized(
-            "this gateway needs a token: send 'Authorization: Bearer <token>', or HTTP Basic auth "
-            "with the token as password"
-        )
-    if not any(hmac.compare_digest(token.encode(), t.encode()) for t in tokens):
-        raise Unauthorized("the token is not valid")
-
-
 # ------------------------------------------------------------------------------------------------ helpers
+
+
+def _check_text(sql: str) -> None:
+    """JSON may carry lone surrogates (``"\\ud800"``), which no engine can take."""
+    try:
+        sql.encode()
+    except UnicodeEncodeError as exc:
+        raise BadRequest(
+            f"the SQL is not valid Unicode: an unpaired surrogate ({sql[exc.start]!a}) at character "
+            f"{exc.start + 1}; send UTF-8 text"
+        ) from None
 
 
 def _format(body: QueryRequest, request: Request) -> str:
@@ -130,8 +106,8 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
         description="Federated SQL over the Iceberg lake and live PostgreSQL. See README 'Gateway'.",
     )
     app.state.gateway = gateway
+    app.add_middleware(Admit, config=cfg)  # inside RequestIds: refusals carry the request id
     _install_handlers(app)
-    auth = [Depends(authorize)]
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
@@ -140,12 +116,10 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     @app.post(
         "/v1/query",
         tags=["query"],
-        dependencies=auth,
         responses={200: {"content": {m: {} for m in encoders.MEDIA_TYPES.values()}}},
     )
     async def query(body: QueryRequest, request: Request) -> Response:
-        if len(body.sql.encode()) > MAX_SQL_BYTES:
-            raise TooLarge(f"the SQL text is longer than {MAX_SQL_BYTES} bytes")
+        _check_text(body.sql)
         fmt = _format(body, request)
         admission: Admission = request.app.state.admission
         limits = gateway.limits(body.max_rows, body.timeout_ms)
@@ -156,19 +130,20 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
             admission.release()
             raise
 
-    @app.post("/v1/explain", tags=["query"], dependencies=auth)
+    @app.post("/v1/explain", tags=["query"])
     async def explain(body: ExplainRequest) -> dict[str, Any]:
+        _check_text(body.sql)
         return await runner.call(gateway.explain, body.sql)
 
-    @app.get("/v1/schema", tags=["catalog"], dependencies=auth)
+    @app.get("/v1/schema", tags=["catalog"])
     async def schema() -> dict[str, Any]:
         return await runner.call(gateway.schema)
 
-    @app.get("/v1/status", tags=["catalog"], dependencies=auth)
+    @app.get("/v1/status", tags=["catalog"])
     async def status() -> dict[str, Any]:
         return await runner.call(gateway.status)
 
-    @app.get("/metrics", tags=["ops"], dependencies=auth, response_class=PlainTextResponse)
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:
         try:
             figures = await runner.call(gateway.status)
@@ -285,11 +260,19 @@ def serve(gateway: Gateway) -> None:
     """``lakegate serve``: run ``gateway`` (not opened yet) over HTTP until SIGTERM/SIGINT."""
     check_bind(gateway.config)
     app = create_app(gateway, own_gateway=True)
-    config = uvicorn.Config(
-        app,
-        host=gateway.config.host,
-        port=gateway.config.port,
-        log_level="info",
-        timeout_graceful_shutdown=5,
-    )
-    _Server(config).run()
+    _Server(server_config(app, gateway.config)).run()
+
+
+def server_config(app: FastAPI, cfg: GatewaySettings, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's settings for the gateway: request heads and bodies within ``read_timeout``, at most
+    ``max_connections`` open connections (see :mod:`lakegate.gateway.http_limits`)."""
+    options: dict[str, Any] = {
+        "host": cfg.host,
+        "port": cfg.port,
+        "log_level": "info",
+        "timeout_graceful_shutdown": 5,
+        "http": protocol(cfg.read_timeout, cfg.max_connections),
+        "backlog": max(2048, cfg.max_connections),
+        **overrides,
+    }
+    return uvicorn.Config(app, **options)

@@ -9,16 +9,16 @@ statement; whether that statement may run is :mod:`lakegate.gateway.guard`'s dec
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import cast
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from lakegate.gateway.errors import Forbidden, SqlSyntaxError, UnsupportedQuery
+from lakegate.gateway.errors import BadRequest, Forbidden, SqlSyntaxError, UnsupportedQuery
 
 DIALECT = "postgres"
 # sqlglot logs a warning for every statement it can only parse as an opaque command; the guard refuses those.
@@ -37,6 +37,7 @@ class Statement:
     sql: str
     show: str = ""  #: for SHOW: tables | schemas | sources
     show_in: list[str] = field(default_factory=list)  #: SHOW TABLES FROM <source>[.<schema>]
+    start: tuple[int | None, int | None] = (None, None)  #: line and column of the statement's first word
 
 
 def _tokens(sql: str) -> list[Token]:
@@ -50,7 +51,9 @@ def parse(sql: str) -> Statement:
     """Parse ``sql``; exactly one statement (a trailing ``;`` and comments anywhere are fine)."""
     if not sql or not sql.strip():
         raise SqlSyntaxError("the query is empty")
-    tokens = [t for t in _tokens(sql) if t.token_type != TokenType.SEMICOLON]
+    every = _tokens(sql)
+    _one_statement(every)
+    tokens = [t for t in every if t.token_type != TokenType.SEMICOLON]
     if not tokens:
         raise SqlSyntaxError("the query is empty (only comments)")
     first = tokens[0].text.upper()
@@ -59,13 +62,38 @@ def parse(sql: str) -> Statement:
     if first == "SHOW":
         return _show(sql, tokens)
     try:
-        statement = parse_one(sql)
+        statement = parse_tokens(sql, every)
     except SqlSyntaxError:
         _refuse_unparsable(tokens)
         raise
     if isinstance(statement, exp.Describe):
         return Statement(DESCRIBE, statement.this, sql)
-    return Statement(QUERY, statement, sql)
+    return Statement(QUERY, statement, sql, start=(tokens[0].line, _start_column(tokens[0])))
+
+
+def _one_statement(tokens: list[Token]) -> None:
+    """Refuse a second statement after a ``;`` wherever it is (also after EXPLAIN ... ; and SHOW ... ;)."""
+    statements: list[Token] = []
+    after_semicolon = True
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            after_semicolon = True
+        elif after_semicolon:
+            statements.append(token)
+            after_semicolon = False
+    if len(statements) > 1:
+        second = statements[1]
+        raise Forbidden(
+            f"only one statement per request is allowed; this request holds {len(statements)} "
+            f"(separated by ';'), the second starts with {second.text.split()[0].upper()!r}",
+            line=second.line,
+            column=_start_column(second),
+        )
+
+
+def _start_column(token: Token) -> int:
+    """sqlglot's ``col`` is where a token ends; psql points at where it starts."""
+    return max(1, token.col - len(token.text) + 1)
 
 
 QUERY_STARTS = ("SELECT", "WITH", "VALUES", "(", "TABLE", "DESCRIBE", "DESC")
@@ -78,12 +106,11 @@ def _refuse_unparsable(tokens: list[Token]) -> None:
 
     first = tokens[0].text.upper()
     if first not in QUERY_STARTS:
-        line, col = tokens[0].line, tokens[0].col
         raise Forbidden(
-            f"the statement {first} is not allowed: the gateway runs only queries (SELECT, WITH, "
+            f"{first} is not allowed: the gateway runs only queries (SELECT, WITH, "
             "UNION/INTERSECT/EXCEPT, VALUES, EXPLAIN, SHOW, DESCRIBE)",
-            line=line,
-            column=col - len(tokens[0].text) + 1,
+            line=tokens[0].line,
+            column=_start_column(tokens[0]),
         )
     for token, following in zip(tokens, tokens[1:], strict=False):
         name = token.text.lower()
@@ -92,17 +119,26 @@ def _refuse_unparsable(tokens: list[Token]) -> None:
                 f"function {name}() is not allowed: the gateway runs only functions on its allow-list, "
                 "and never ones that reach files, URLs, other databases, settings or sequences",
                 line=token.line,
-                column=token.col - len(token.text) + 1,
+                column=_start_column(token),
             )
 
 
 def parse_one(sql: str) -> exp.Expression:
+    return parse_tokens(sql, _tokens(sql))
+
+
+def parse_tokens(sql: str, tokens: list[Token]) -> exp.Expression:
+    """The one statement of ``tokens`` (of ``sql``); syntax errors carry line and column, nesting deeper than
+    the interpreter's stack is a clear 400."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        parsed = Dialect.get_or_raise(DIALECT).parser().parse(tokens, sql)
+        statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     except ParseError as exc:
         raise _syntax_error(exc) from exc
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
+    except RecursionError:
+        raise too_deep() from None
     if not statements:
         raise SqlSyntaxError("the query is empty")
     if len(statements) > 1:
@@ -113,19 +149,36 @@ def parse_one(sql: str) -> exp.Expression:
     return cast(exp.Expression, statements[0])
 
 
+def too_deep() -> BadRequest:
+    return BadRequest(
+        "the statement is too deeply nested (parentheses, subqueries, CASE or chains of operators): "
+        "flatten it, e.g. with a CTE or an IN list",
+        code="too_deep",
+    )
+
+
 def _syntax_error(exc: ParseError) -> SqlSyntaxError:
     if not exc.errors:
-        return SqlSyntaxError(f"syntax error: {exc}")
+        return SqlSyntaxError(f"syntax error: {_plain(str(exc))}")
     first = exc.errors[0]
     line, col = first.get("line"), first.get("col")
     near = first.get("highlight") or ""
     if col and near:  # sqlglot reports where the offending token ends; point at where it starts, like psql
         col = max(1, col - len(near) + 1)
-    description = first.get("description") or "syntax error"
+    description = _plain(first.get("description") or "syntax error")
     where = f" at line {line}, column {col}" if line else ""
     return SqlSyntaxError(
         f"syntax error{where}: {description}" + (f" (near {near!r})" if near else ""), line=line, column=col
     )
+
+
+_CLASS = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]+'>")
+
+
+def _plain(description: str) -> str:
+    """sqlglot's parser messages without its class names (``... missing for <class '...Paren'>``)."""
+    description = _CLASS.sub("the expression is incomplete", description)
+    return re.sub(r"<class '[\w.]+'>", "an expression", description)
 
 
 def _explain(sql: str, tokens: list[Token]) -> Statement:
@@ -138,7 +191,11 @@ def _explain(sql: str, tokens: list[Token]) -> Statement:
         )
     if not rest.strip():
         raise SqlSyntaxError("EXPLAIN needs a query to explain")
-    return Statement(EXPLAIN, parse_one(rest), sql)
+    # the explained query is parsed in place (EXPLAIN and what precedes it blanked), so that positions of
+    # errors point into the text the user sent
+    cut = tokens[0].end + 1
+    masked = "".join(c if c == "\n" else " " for c in sql[:cut]) + sql[cut:]
+    return Statement(EXPLAIN, parse_one(masked), sql)
 
 
 def _show(sql: str, tokens: list[Token]) -> Statement:

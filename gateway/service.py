@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -150,8 +151,8 @@ class Gateway:
         cfg = self.config
         if max_rows is not None and max_rows < 0:
             raise BadRequest(f"max_rows must be 0 or more, got {max_rows}")
-        if timeout_ms is not None and timeout_ms <= 0:
-            raise BadRequest(f"timeout_ms must be positive, got {timeout_ms}")
+        if timeout_ms is not None and not (math.isfinite(timeout_ms) and timeout_ms > 0):
+            raise BadRequest(f"timeout_ms must be a positive number of milliseconds, got {timeout_ms}")
         rows = cfg.max_rows if max_rows is None else min(max_rows, cfg.max_rows)
         timeout = cfg.timeout if timeout_ms is None else min(timeout_ms / 1000, cfg.timeout)
         return Limits(max_rows=rows, timeout=timeout, max_bytes=cfg.max_result_bytes)
@@ -176,10 +177,13 @@ class Gateway:
             if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
                 return statement, None
             assert statement.ast is not None
-            self.guard.check(statement.ast)
             listing = self._listing() if listing is None else listing
             text = statement.sql if statement.kind == parse_mod.QUERY else None
-            routed = self.router.route(statement.ast, max_rows, listing, text)
+            try:
+                self.guard.check(statement.ast, statement.start)
+                routed = self.router.route(statement.ast, max_rows, listing, text)
+            except RecursionError:  # sqlglot copies and writes SQL recursively
+                raise parse_mod.too_deep() from None
             self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed)
         assert listing is not None
         scan = pg_scan = None
@@ -368,6 +372,11 @@ class Gateway:
             return self.duckdb.value(sql)
         except QueryError as exc:
             raise BadRequest(f"cannot evaluate the time-travel argument: {exc}") from exc
+        except (OverflowError, ValueError) as exc:  # 'infinity' as a time: no Python datetime holds it
+            raise BadRequest(
+                f"the time-travel argument is not a finite time or snapshot id ({exc}); give a time such as "
+                "'2024-05-01 12:00:00+00' or a snapshot id"
+            ) from exc
 
 
 _PROBE = """

@@ -301,12 +301,17 @@ _KINDS = {
     "0A000": INVALID,
     "53200": RESOURCES,
     "53100": RESOURCES,
+    "53300": UNAVAILABLE,
     "54000": RESOURCES,
 }
+#: SQLSTATE classes that are not about the query: the connection, the server's state, its own faults.
+_CLASSES = {"08": UNAVAILABLE, "57": UNAVAILABLE, "58": UNAVAILABLE, "53": RESOURCES, "XX": INTERNAL}
 
 
 def translate(exc: psycopg.Error, *, cancelled: bool = False) -> QueryError:
-    """A psycopg error -> QueryError (PostgreSQL's message, detail and hint, without the statement)."""
+    """A psycopg error -> QueryError (PostgreSQL's message, detail and hint, without the statement). Any error
+    PostgreSQL reports about the query itself (a SQLSTATE outside the connection/server classes) is INVALID,
+    a 400 that carries the SQLSTATE."""
     sqlstate = getattr(exc, "sqlstate", None) or ""
     diag = getattr(exc, "diag", None)
     text = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
@@ -318,7 +323,5 @@ def translate(exc: psycopg.Error, *, cancelled: bool = False) -> QueryError:
         return QueryCancelled(f"PostgreSQL cancelled the query: {text}", engine="postgres")
     if isinstance(exc, psycopg.OperationalError) and not sqlstate:
         return QueryError(f"PostgreSQL is unavailable: {text}", UNAVAILABLE, engine="postgres")
-    kind = _KINDS.get(sqlstate) or (INVALID if sqlstate[:2] in ("22", "42", "2F", "38", "39") else INTERNAL)
-    if sqlstate[:2] in ("08", "57"):
-        kind = UNAVAILABLE
-    return QueryError(text, kind, engine="postgres")
+    kind = (_KINDS.get(sqlstate) or _CLASSES.get(sqlstate[:2], INVALID)) if sqlstate else INTERNAL
+    return QueryError(text, kind, engine="postgres", sqlstate=sqlstate)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import uvicorn
 
 from lakegate import settings as settings_mod
-from lakegate.gateway.http import create_app
+from lakegate.gateway.http import create_app, server_config
 from lakegate.gateway.service import Gateway
 from tests.lakehelp import make_settings
 
@@ -80,7 +80,8 @@ class LiveServer:
 def live_server(settings: settings_mod.Settings) -> Iterator[LiveServer]:
     gateway = Gateway(settings.lake, settings.sources, settings.gateway)
     app = create_app(gateway, own_gateway=True)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    config = server_config(app, settings.gateway, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -189,3 +189,74 @@
 403 || query_to_xml || SELECT query_to_xml('SELECT * FROM pg_authid', true, true, '') FROM pg.public.secrets
 403 || ts_stat || SELECT * FROM ts_stat('SELECT rolpassword::tsvector FROM pg_authid')
 200 || "n":10 || SELECT count(*) AS n FROM pg_catalog.pg_class c JOIN pg.public.secrets s ON c.relname = 'secrets'
+# --- 9.6 auth: empty tokens never authenticate, Basic takes the password only, 401 before the body is read
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Bearer"}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Basic"}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Basic Og=="}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Basic aG9zdGlsZS1zdWl0ZS10b2tlbjo="}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Basic aG9zdGlsZS1zdWl0ZS10b2tlbg=="}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Basic !!notbase64!!"}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Token hostile-suite-token"}}
+401 || not valid || SELECT 1 || {"headers": {"Authorization": "Bearer hostile-suite-token x"}}
+401 || not valid || SELECT 1 || {"headers": {"Authorization": "Bearer hostile-suite-token-and-more"}}
+401 || not valid || SELECT 1 || {"headers": {"Authorization": "Bearer hostile-suite-toke"}}
+401 || not valid || SELECT 1 || {"headers": {"Authorization": "Bearer HOSTILE-SUITE-TOKEN"}}
+401 || not valid || SELECT 1 || {"headers": {"Authorization": "Basic aG9zdGlsZS1zdWl0ZS10b2tlbjp3cm9uZw=="}}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}, "pad_bytes": 3000000}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}, "endpoint": "explain"}
+401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}, "endpoint": "schema"}
+200 || "x":2 || SELECT 2 AS x || {"headers": {"Authorization": "Basic YW55LXVzZXI6aG9zdGlsZS1zdWl0ZS10b2tlbg=="}}
+200 || "x":3 || SELECT 3 AS x || {"headers": {"Authorization": "bearer hostile-suite-token"}}
+413 || over 1048576 bytes || SELECT 1 || {"pad_bytes": 1100000}
+413 || over 1048576 bytes || SELECT '<<x>>*1048570' AS big
+400 || unpaired surrogate || - || {"raw": "{\"sql\": \"SELECT '\\ud800' AS x\"}"}
+400 || unpaired surrogate || - || {"raw": "{\"sql\": \"SELECT 1 AS \\udfff\"}", "endpoint": "explain"}
+400 || timeout_ms || - || {"raw": "{\"sql\": \"SELECT 1\", \"timeout_ms\": NaN}"}
+400 || timeout_ms || - || {"raw": "{\"sql\": \"SELECT 1\", \"timeout_ms\": Infinity}"}
+400 || timeout_ms || - || {"raw": "{\"sql\": \"SELECT 1\", \"timeout_ms\": -Infinity}"}
+400 || timeout_ms || SELECT 1 || {"timeout_ms": 0}
+400 || timeout_ms || SELECT 1 || {"timeout_ms": -5}
+400 || max_rows || SELECT 1 || {"max_rows": -1}
+400 || invalid request || - || {"raw": "{\"sql\": 42}"}
+400 || invalid request || - || {"raw": "[\"SELECT 1\"]"}
+400 || invalid request || - || {"raw": "{not json"}
+# --- 9.11 multi-statement input is refused everywhere
+403 || one statement || EXPLAIN SELECT 1; DROP TABLE pg.public.secrets
+403 || one statement || EXPLAIN SELECT * FROM pg.public.secrets; DELETE FROM pg.public.secrets || {"line": 1, "column": 42}
+403 || one statement || SHOW TABLES; DROP TABLE pg.public.secrets
+403 || one statement || SHOW SOURCES;;; SELECT 1
+403 || one statement || DESCRIBE pg.public.secrets; DELETE FROM pg.public.secrets
+403 || one statement || SELECT 1;\n;\nSELECT 2
+403 || one statement || /* a */ SELECT 1 /* b */ ; /* c */ SELECT 2
+403 || one statement || EXPLAIN SELECT 1; DROP TABLE pg.public.secrets || {"endpoint": "explain"}
+403 || one statement || SELECT 1; DROP TABLE pg.public.secrets || {"endpoint": "explain"}
+200 || "x":1 || SELECT 1 AS x;;;
+200 || "x":1 || SELECT 1 AS x; -- done
+# --- 9.12 errors: never a 500; the statement named as written, not its leading comment; positions in the user's SQL
+403 || DELETE is not allowed || /* Username: someone@example.com, Query ID: 17, Queue: queries, Job ID: 12 */ DELETE FROM pg.public.secrets || {"line": 1, "column": 79}
+403 || INSERT is not allowed || /* Username: x */\n  INSERT INTO pg.public.secrets VALUES (1, 'x') || {"line": 2, "column": 3}
+403 || UPDATE is not allowed || -- a comment\nUPDATE pg.public.secrets SET secret = 'x' || {"line": 2, "column": 1}
+403 || DROP is not allowed || /* Username: x */ DROP TABLE pg.public.secrets || {"line": 1, "column": 19}
+403 || COPY is not allowed || /* Username: x */ COPY pg.public.secrets TO STDOUT || {"line": 1, "column": 19}
+403 || ATTACH is not allowed || /* Username: x */ ATTACH 'x.db' AS x || {"line": 1, "column": 19}
+403 || DELETE is not allowed || /* Username: x */ WITH d AS (DELETE FROM pg.public.secrets RETURNING *) SELECT * FROM d
+400 || syntax error || /* Username: someone@example.com, Query ID: 17 */ SELECT * FROM pg.public.secrets WHERE ( || {"line": 1, "column": 89}
+400 || syntax error || /* Username: x */\nSELECT *\n  FROM pg.public.secrets WHERE || {"line": 3, "column": 26}
+400 || syntax error || /* Username: x */ EXPLAIN SELECT * FROM pg.public.secrets WHERE ( || {"line": 1, "column": 65}
+400 || expression is incomplete || SELECT 1 +
+400 || too deeply nested || SELECT <<(>>*400 1 <<)>>*400
+400 || too deeply nested || SELECT <<(SELECT >>*200 1 <<)>>*200
+400 || too deeply nested || SELECT 1 FROM pg.public.secrets WHERE <<NOT >>*2000 true
+400 || expression depth || SELECT 1 <<+ 1>>*3000
+400 || too deeply nested || SELECT <<CASE WHEN true THEN >>*400 1 <<END >>*400
+400 || SQLSTATE 54011 || SELECT 1 AS a<<, 1>>*1700 FROM pg.public.secrets || {"sqlstate": "54011"}
+400 || SQLSTATE 22012 || SELECT 1 / (id - id) FROM pg.public.secrets || {"sqlstate": "22012"}
+400 || SQLSTATE 22P02 || SELECT 'abc'::int FROM pg.public.secrets || {"sqlstate": "22P02"}
+413 || SQLSTATE 54000 || SELECT repeat('x', 1100000000) FROM pg.public.secrets || {"sqlstate": "54000"}
+400 || finite || SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF 'infinity'
+400 || finite || SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF '-infinity'
+400 || out of range || SELECT * FROM lake.public.facts FOR VERSION AS OF 1e30
+400 || timestamp_ns || SELECT '2024-01-01 00:00:00.123456789'::timestamp_ns AS t
+400 || timestamp_ns || SELECT make_timestamp_ns(1) AS t
+400 || timestamp_ns || SELECT [make_timestamp_ns(1)] AS t

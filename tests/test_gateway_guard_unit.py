@@ -1,5 +1,5 @@
-"""SQL scoping of table names (gateway/scope.py), unit level: which references name a CTE and which must resolve
-through the catalog. The hostile suite sends the same shapes through HTTP."""
+"""The guard's pure parts, unit level: SQL scoping of table names (gateway/scope.py), the settings it refuses at
+start, token checks. The hostile suite (test_gateway_hostile.py) sends the same shapes through HTTP."""
 
 from __future__ import annotations
 
@@ -81,3 +81,36 @@ def test_deep_nesting_does_not_overflow_the_walk() -> None:
 def test_source_names_of_duckdb_databases_are_reserved(name: str) -> None:
     with pytest.raises(settings_mod.SettingsError, match="reserved"):
         settings_mod.load(environ={f"LAKEGATE_SOURCES__{name.upper()}__DSN": "host=/tmp"})
+
+
+@pytest.mark.parametrize("tokens", ["a,,b", " ", "  padded "])
+def test_empty_or_padded_tokens_are_refused_at_start(tokens: str, tmp_path) -> None:
+    config = tmp_path / "lakegate.toml"
+    config.write_text(f"[gateway]\ntokens = {[t for t in tokens.split(',')]!r}\n".replace("'", '"'))
+    with pytest.raises(settings_mod.SettingsError, match=r"gateway.tokens\[\d\] is empty"):
+        settings_mod.load(config, environ={})
+
+
+def test_lakegate_serve_exits_2_naming_the_key(tmp_path) -> None:
+    from lakegate.cli import main
+
+    config = tmp_path / "lakegate.toml"
+    config.write_text('[gateway]\ntokens = ["good", ""]\n')
+    assert main(["serve", "--config", str(config)]) == 2
+
+
+def test_tokens_are_compared_whole_and_never_from_the_user_name() -> None:
+    import base64
+
+    from lakegate.gateway.http_limits import presented_token, unauthorized_reason
+
+    def basic(user: str, password: str) -> str:
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    assert presented_token(basic("tok", "")) is None
+    assert presented_token(basic("", "tok")) == "tok"
+    assert presented_token("Bearer ") is None and presented_token("Bearer tok") == "tok"
+    assert unauthorized_reason(basic("tok", ""), ["tok"]) is not None
+    assert unauthorized_reason("Bearer tok", ["other", "tok"]) is None
+    assert unauthorized_reason("Bearer to", ["tok"]) == "the token is not valid"
+    assert unauthorized_reason("", []) is None
