@@ -23,7 +23,11 @@ class GatewaySettings:
         "Sources searched for two-part names (default: the lake, then every PostgreSQL source in order).",
         list,
     )
-    allow_functions: list[str] = setting("Extra SQL functions the guard allows (names, lower case).", list)
+    allow_functions: list[str] = setting(
+        "Extra SQL functions the guard allows (names, lower case); functions of the database's own schemas "
+        "schema-qualified (public.my_func) and called so.",
+        list,
+    )
     duckdb_threads: int = setting("DuckDB worker threads (0 = one per core).", 0)
     duckdb_memory_limit: str = setting(
         "DuckDB memory limit, e.g. '4GB' ('' = DuckDB's default, 80% of RAM).", ""

@@ -92,7 +92,9 @@ class Guard:
 
     def __init__(self, engine_functions: frozenset[str], extra: frozenset[str] = frozenset()) -> None:
         self.engine_functions = engine_functions
-        self.extra = frozenset(name.lower() for name in extra)
+        names = {name.lower() for name in extra}
+        self.extra = frozenset(n for n in names if "." not in n)
+        self.qualified = frozenset(n for n in names if "." in n)  #: schema.function of the source's own
 
     def check(self, ast: exp.Expression, start: tuple[int | None, int | None] = (None, None)) -> None:
         """Raise :class:`Forbidden` (or :class:`UnsupportedQuery`) unless ``ast`` is a read-only query
@@ -106,12 +108,39 @@ class Guard:
                 and isinstance(node.this, exp.Func)
             ):
                 self._check_table_function(node.this)
-            if isinstance(node, exp.Func):
+            if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+                self._check_qualified(node, node.expression, _qualifier(node.this))
+                continue
+            if isinstance(node, exp.Table) and isinstance(node.this, exp.Func) and node.args.get("db"):
+                self._check_qualified(node, node.this, _qualifier(node))
+            if isinstance(node, exp.Operator) and "." in str(node.args.get("operator") or ""):
+                raise _forbidden(
+                    node,
+                    f"OPERATOR({node.args.get('operator')}) is not allowed: only the built-in operators are",
+                )
+            if isinstance(node, exp.Func) and not self._checked(node):
                 self._check_function(node)
             elif isinstance(node, (exp.Parameter, exp.Placeholder)):
                 raise _unsupported(
                     node, "bind parameters ($1, ?, :name) are not supported; put the values into the SQL text"
                 )
+
+    def _check_qualified(self, node: exp.Expression, func: exp.Func, schema: str) -> None:
+        """``schema.function(...)``: pg_catalog's functions pass the allow-list as usual; any other schema's
+        function (a user's, perhaps SECURITY DEFINER) only when listed, qualified, in allow_functions."""
+        name = function_name(func)
+        if schema == "pg_catalog" or f"{schema}.{name}" in self.qualified:
+            func.meta["lakegate_checked"] = schema != "pg_catalog"
+            return
+        raise _forbidden(
+            node,
+            f"function {schema}.{name}() is not allowed: functions of other schemas than pg_catalog run only "
+            f"when listed schema-qualified in [gateway] allow_functions (e.g. \"{schema}.{name}\")",
+        )
+
+    @staticmethod
+    def _checked(node: exp.Func) -> bool:
+        return bool(node.meta.get("lakegate_checked"))
 
     def _check_function(self, node: exp.Func) -> None:
         name = function_name(node)
@@ -162,6 +191,15 @@ def statement_name(node: exp.Expression) -> str:
         return str(node.this).upper()
     words = node.sql(dialect="postgres", comments=False).split()
     return words[0].upper() if words else "this statement"
+
+
+def _qualifier(node: exp.Expression) -> str:
+    """``a.b`` of ``a.b.f()`` (a Dot chain) or of a table function's db/catalog, folded like names."""
+    if isinstance(node, exp.Table):
+        parts = [p for p in (node.args.get("catalog"), node.args.get("db")) if p is not None]
+    else:
+        parts = list(node.flatten()) if isinstance(node, exp.Dot) else [node]
+    return ".".join(p.name if isinstance(p, exp.Identifier) and p.quoted else p.name.lower() for p in parts)
 
 
 def function_name(node: exp.Func) -> str:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import PERMISSION, QueryError
 from tests.gateway_fixtures.harness import (
     FIXTURES,
@@ -34,7 +35,7 @@ from tests.gateway_fixtures.harness import (
 TOKEN = "hostile-suite-token"
 PASSWORD = "Pw-of-the-gateway-role-7f3a"
 #: Text that must never appear in an answer: the DSN's password, the protected rows, DuckDB's internals.
-LEAKS = (PASSWORD, "secret 1", "postgresql://", "host=", "dbname=")
+LEAKS = (PASSWORD, "secret 1", "postgresql://", "host=", "dbname=", "pwned-by-udf")
 #: sqlglot class names that used to reach error messages.
 CLASS_NAMES = re.compile(r"\b(Anonymous|Identifier|Subquery|TableAlias|exp\.\w+|sqlglot)\b")
 
@@ -74,6 +75,8 @@ def env(
     with database(pg_server) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE secrets (id serial PRIMARY KEY, secret text)")
         conn.execute("INSERT INTO secrets (secret) SELECT 'secret ' || g FROM generate_series(1, 10) g")
+        # a function of the database's own that shadows a built-in for integers: never callable by a token holder
+        conn.execute("CREATE FUNCTION public.lower(integer) RETURNS text LANGUAGE sql AS $$ SELECT 'pwned-by-udf' $$")
         conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
         conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
         settings = gateway_settings(
@@ -209,12 +212,12 @@ def test_postgres_sandbox_holds_without_the_guard(env: tuple[LiveServer, psycopg
     with pytest.raises(QueryError) as caught:
         engine.run("SELECT pg_read_file('/etc/passwd')", timeout=5).close()
     assert caught.value.kind == PERMISSION  # a role without pg_read_server_files
-    for sql in ("CREATE TABLE pwned (x int)", "INSERT INTO secrets (secret) VALUES ('x')"):
+    for sql in ("CREATE TABLE public.pwned (x int)", "INSERT INTO public.secrets (secret) VALUES ('x')"):
         with pytest.raises(QueryError, match="read-only transaction") as caught:
             engine.fetch(sql)
         assert caught.value.kind == PERMISSION
     with pytest.raises(QueryError) as caught:
-        engine.fetch("SELECT nextval('secrets_id_seq')")
+        engine.fetch("SELECT nextval('public.secrets_id_seq')")
     assert caught.value.kind == PERMISSION
     result = engine.run("SELECT pg_sleep(10)", timeout=0.5)
     try:
@@ -222,3 +225,30 @@ def test_postgres_sandbox_holds_without_the_guard(env: tuple[LiveServer, psycopg
             list(result)  # statement_timeout is set in every transaction
     finally:
         result.close()
+
+
+def test_postgres_sessions_carry_nothing_from_one_query_to_the_next(
+    env: tuple[LiveServer, psycopg.Connection],
+) -> None:
+    """Guard bypassed: whatever one query leaves in its pooled session (settings, advisory locks, prepared
+    statements) is gone when the same session serves the next query."""
+    live, admin = env
+    engine = PostgresEngine("pg", live.gateway.sources[0].dsn, pool_size=1)
+    try:
+        (pid,) = engine.fetch("SELECT pg_backend_pid()")[0]
+        engine.fetch("SELECT set_config('lakegate.probe', 'leaked', false)")
+        engine.fetch("SELECT pg_advisory_lock(4242)")
+        session = engine.connection()
+        session.execute("PREPARE leaked_plan AS SELECT 1")
+        engine.release(session)
+        assert engine.fetch("SELECT pg_backend_pid()")[0] == (pid,)  # the very same session
+        (setting,) = engine.fetch("SELECT current_setting('lakegate.probe', true)")[0]
+        assert setting in (None, "")
+        assert engine.fetch("SELECT count(*) FROM pg_prepared_statements WHERE name = 'leaked_plan'")[0] == (0,)
+        (locks,) = admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242"
+        ).fetchone()  # type: ignore[misc]
+        assert locks == 0
+        assert engine.fetch("SHOW search_path")[0] == ("pg_catalog,pg_temp",)
+    finally:
+        engine.close()

@@ -1,8 +1,9 @@
 """PostgreSQL as a query engine: one query in a READ ONLY transaction with ``statement_timeout`` -> Arrow.
 
 Sessions come from a connection pool, opened with lakegate's session settings (UTC, ISO dates, hex bytea, exact
-floats; see :data:`lakegate.connectors.postgres.types.SESSION_OPTIONS`) plus ``default_transaction_read_only=on``. Every
-query runs in ``BEGIN READ ONLY`` with ``SET LOCAL statement_timeout``.
+floats; see :data:`lakegate.connectors.postgres.types.SESSION_OPTIONS`) plus :data:`SESSION_SETTINGS` (read-only
+transactions, ``search_path = pg_catalog``). Every query runs in ``BEGIN READ ONLY`` with ``SET LOCAL
+statement_timeout``; a session goes back to the pool through ``DISCARD ALL`` (psycopg_pool's ``reset``).
 
 Rows are read with ``COPY (query) TO STDOUT (FORMAT csv)`` rather than fetched as Python tuples: the CSV is
 parsed by pyarrow and converted column by column with the same vectorised codecs the ingest uses, which is several
@@ -50,6 +51,10 @@ from lakegate.connectors.query import (
 )
 
 CHUNK_BYTES = 4 * 2**20
+#: Session defaults of every pooled session (start-up options, so DISCARD ALL returns to them): read-only
+#: transactions, and only pg_catalog on the search path (tables are always schema-qualified by the router), so
+#: that an unqualified function or operator never resolves to one a user created in another schema.
+SESSION_SETTINGS = {"default_transaction_read_only": "on", "search_path": "pg_catalog,pg_temp"}
 #: Field metadata marking a string column that holds exact numeric text (unconstrained ``numeric``).
 NUMERIC_TEXT = {b"lakegate.numeric": b"text"}
 #: Field metadata: the result column's PostgreSQL type name (``pg_type.typname``).
@@ -62,9 +67,7 @@ class PostgresEngine:
     def __init__(self, name: str, dsn: str, *, pool_size: int = 8, connect_timeout: float = 10.0) -> None:
         self.name = name
         self.connect_timeout = connect_timeout
-        kwargs = connect_kwargs(
-            dsn, application_name="lakegate-gateway", settings={"default_transaction_read_only": "on"}
-        )
+        kwargs = connect_kwargs(dsn, application_name="lakegate-gateway", settings=SESSION_SETTINGS)
         kwargs["autocommit"] = True
         self._pool = ConnectionPool(
             kwargs=kwargs,
@@ -74,6 +77,7 @@ class PostgresEngine:
             name=f"lakegate-{name}",
             timeout=connect_timeout,
             reconnect_timeout=0,
+            reset=_discard,
         )
         self._types: dict[int, PgType] = {}
         self._opened = False
@@ -159,6 +163,12 @@ class PostgresEngine:
     def close(self) -> None:
         if self._opened:
             self._pool.close()
+
+
+def _discard(conn: psycopg.Connection) -> None:
+    """Pool reset: nothing of one query's session survives into the next (settings, advisory locks, temporary
+    objects, prepared statements, LISTEN); a failure closes the connection (psycopg_pool discards it)."""
+    conn.execute("DISCARD ALL")
 
 
 def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:

@@ -260,3 +260,17 @@
 400 || timestamp_ns || SELECT '2024-01-01 00:00:00.123456789'::timestamp_ns AS t
 400 || timestamp_ns || SELECT make_timestamp_ns(1) AS t
 400 || timestamp_ns || SELECT [make_timestamp_ns(1)] AS t
+# --- 9.5 functions of the source's own schemas are not callable (search_path = pg_catalog, qualified calls refused)
+400 || does not exist || SELECT lower(id) AS x FROM pg.public.secrets
+403 || public.lower || SELECT public.lower(id) AS x FROM pg.public.secrets
+403 || public.lower || SELECT "public"."lower"(id) AS x FROM pg.public.secrets
+403 || public.lower || SELECT count(*) FROM pg.public.secrets s, lake.public.facts f WHERE public.lower(s.id) = 'x'
+403 || OPERATOR || SELECT id OPERATOR(public.+) 1 FROM pg.public.secrets
+403 || not allowed || SELECT * FROM public.generate_series(1, 2)
+403 || set_config || SELECT set_config('lakegate.x', 'y', false) FROM pg.public.secrets
+403 || pg_advisory_lock || SELECT pg_advisory_lock(1) FROM pg.public.secrets
+403 || not allowed || PREPARE p AS SELECT 1
+403 || not allowed || DISCARD ALL
+403 || not allowed || LISTEN lakegate
+403 || SET || SET search_path = public
+200 || "x":"abc" || SELECT pg_catalog.lower('ABC') AS x FROM pg.public.secrets LIMIT 1
