@@ -91,6 +91,8 @@ class Column:
     source_type: str  #: the source's own spelling, e.g. ``numeric(12,2)``, for messages
     key: bool = False
     nullable: bool = True
+    #: the column's stable identity in the source (PostgreSQL's attnum), which survives a rename; None: unknown
+    source_id: int | None = None
 
 
 @dataclass(frozen=True)

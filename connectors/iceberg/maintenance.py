@@ -2,7 +2,7 @@
 removal of the files no snapshot references any more.
 
 pyiceberg 0.12 expires snapshots but neither rewrites data files nor deletes what expiry orphans, so both are
-written here on top of its public snapshot API (and ``writer._write_files``). Maintenance commits carry the table's
+written here on top of its public snapshot API (and ``commits.write_files``). Maintenance commits carry the table's
 checkpoint stamp forward, so that expiring the snapshot that last stamped it can never lose it.
 """
 
@@ -22,8 +22,8 @@ from pyiceberg.table import Table, Transaction
 from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
 from lakegate.connectors.errors import CommitConflict
 from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.commits import checkpoint_of, stamp, write_files
 from lakegate.connectors.iceberg.references import referenced_paths
-from lakegate.connectors.iceberg.writer import _write_files, checkpoint_of, stamp
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def compact(
         with txn.update_snapshot(snapshot_properties=_carry_stamp(table)).overwrite() as producer:
             for task in picked:
                 producer.delete_data_file(task.file)
-            written = _write_files(txn, table, merge.conform(rows, table.schema().as_arrow()), producer)
+            written = write_files(txn, table, merge.conform(rows, table.schema().as_arrow()), producer)
 
     _commit(table, rewrite)
     return Result(files_before=len(picked), files_after=written)

@@ -18,122 +18,38 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, GreaterThanOrEqual, In
 from pyiceberg.io.pyarrow import ArrowScan
-from pyiceberg.table import Table, TableProperties, Transaction
-from pyiceberg.table.snapshots import ancestors_of
-from pyiceberg.utils.properties import property_as_bool
+from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, Position, TableRef, TableSchema
 from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
 from lakegate.connectors.iceberg import merge
-from lakegate.connectors.iceberg.datafiles import DataFileStream
-from lakegate.connectors.iceberg.references import delete_unreferenced
+from lakegate.connectors.iceberg.commits import (
+    PROP_LSN,
+    PROP_SEQ,
+    TABLE_PROPERTIES,
+    append_producer,
+    checkpoint_of,
+    stamp,
+    write_files,
+)
 from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
+from lakegate.connectors.iceberg.snapshot_sink import COMMITS, SnapshotSink
+
+__all__ = ["PROP_LSN", "PROP_SEQ", "LakeTable", "SnapshotSink", "checkpoint_of", "stamp"]
 
 log = logging.getLogger(__name__)
 
-PROP_LSN, PROP_SEQ = "lakegate.lsn", "lakegate.seq"
-TABLE_PROPERTIES = {
-    "write.parquet.compression-codec": "zstd",
-    # one commit a second: merge manifests as they pile up, keep few old metadata files
-    "commit.manifest-merge.enabled": "true",
-    "commit.manifest.min-count-to-merge": "32",
-    "write.metadata.delete-after-commit.enabled": "true",
-    "write.metadata.previous-versions-max": "16",
-}
 COMMIT_ATTEMPTS = 4
-
-
-def stamp(position: Position, **extra: str) -> dict[str, str]:
-    return {PROP_LSN: str(position.lsn), PROP_SEQ: str(position.seq), **extra}
-
-
-def checkpoint_of(table: Table) -> Position | None:
-    """The newest ``lakegate.lsn`` stamp on the table's current snapshot lineage (maintenance commits carry none)."""
-    for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
-        props = snapshot.summary.additional_properties if snapshot.summary else {}
-        if PROP_LSN in props:
-            return Position(int(props[PROP_LSN]), int(props.get(PROP_SEQ, 2**62)))
-    return None
-
-
-# pyiceberg turns Parquet min/max statistics into Python dates, which stop at years 1 and 9999: a column holding
-# infinity or a BC date would fail the write. Such a column keeps counts only (no bounds) from then on.
-_PY_DAYS = (-719162, 2932896)
-_PY_MICROS = (-62135596800000000, 253402300799999999)
-
-
-def _temporal_leaves(name: str, arr: pa.ChunkedArray | pa.Array) -> Iterator[tuple[str, pa.Array]]:
-    typ = arr.type
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
-        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-        flat = pa.chunked_array([c.flatten() for c in chunks], type=typ.value_type)
-        yield from _temporal_leaves(f"{name}.element", flat)
-    elif pa.types.is_date32(typ) or pa.types.is_timestamp(typ):
-        yield name, arr
-
-
-def guard_statistics(txn: Transaction, data: pa.Table) -> None:
-    """Switch temporal columns whose values Python cannot represent to counts-only metrics."""
-    props = {}
-    for field in data.schema:
-        for path, arr in _temporal_leaves(field.name, data[field.name]):
-            key = f"write.metadata.metrics.column.{path}"
-            if (
-                len(arr) == 0
-                or arr.null_count == len(arr)
-                or txn.table_metadata.properties.get(key) == "counts"
-            ):
-                continue
-            bounds = _PY_DAYS if pa.types.is_date32(arr.type) else _PY_MICROS
-            low, high = pc.min_max(
-                arr.cast(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
-            ).values()
-            if low.as_py() < bounds[0] or high.as_py() > bounds[1]:
-                props[key] = "counts"
-    if props:
-        log.info(
-            "%s: keeping counts only (no min/max) for %s, which hold(s) values beyond years 1-9999",
-            ".".join(txn.table_metadata.location.rstrip("/").split("/")[-2:]),
-            ", ".join(props),
-        )
-        txn.set_properties(props)
-
-
-def _write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
-    """Write ``data`` as data files of ``table`` and add them to ``producer``; returns the number of files."""
-    guard_statistics(txn, data)
-    stream = DataFileStream(txn, table.io)
-    try:
-        stream.write(data)
-        files = stream.close()
-    except BaseException:
-        stream.abort()
-        raise
-    for data_file in files:
-        producer.append_data_file(data_file)
-    return len(files)
-
-
-def _append_producer(txn: Transaction, properties: dict[str, str]) -> Any:
-    """An append that merges manifests when the table asks for it (as ``Transaction.append`` chooses)."""
-    update = txn.update_snapshot(snapshot_properties=properties)
-    merge_manifests = property_as_bool(
-        txn.table_metadata.properties,
-        TableProperties.MANIFEST_MERGE_ENABLED,
-        TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
-    )
-    return update.merge_append() if merge_manifests else update.fast_append()
 
 
 class LakeTable:
@@ -333,8 +249,8 @@ class LakeTable:
         data = merge.conform(data, changelog.schema().as_arrow())
 
         def action(txn: Transaction) -> None:
-            with _append_producer(txn, stamp(position)) as producer:
-                _write_files(txn, changelog, data, producer)
+            with append_producer(txn, stamp(position)) as producer:
+                write_files(txn, changelog, data, producer)
 
         self._commit(changelog, action)
 
@@ -370,7 +286,7 @@ class LakeTable:
                 sink.begin(ctxn)
                 yield sink
                 if self.state is not None:
-                    state = _COMMITS.submit(sink.commit_state)
+                    state = COMMITS.submit(sink.commit_state)
                 sink.finish_changelog()
             if state is not None:
                 state.result()
@@ -412,9 +328,9 @@ class LakeTable:
                         producer.delete_data_file(task.file)
                         rewritten += 1
                         if kept.num_rows:
-                            _write_files(txn, state, merge.conform(kept, state.schema().as_arrow()), producer)
+                            write_files(txn, state, merge.conform(kept, state.schema().as_arrow()), producer)
                 if live.num_rows:
-                    _write_files(txn, state, live, producer)
+                    write_files(txn, state, live, producer)
 
         self._commit(state, rewrite)
         log.info(
@@ -426,114 +342,3 @@ class LakeTable:
             time.monotonic() - started,
         )
         return tail.num_rows
-
-
-class SnapshotSink:
-    """Receives the chunks of an initial snapshot; see :meth:`LakeTable.snapshot`.
-
-    Each table's rows go to one open Parquet file (:class:`DataFileStream`) encoded on that table's own thread,
-    so the two encodes run side by side and overlap with the caller reading and parsing the next chunk."""
-
-    def __init__(self, table: LakeTable, position: Position, commit_ts: int) -> None:
-        self.table = table
-        self.position = position
-        self.commit_ts = commit_ts
-        self.rows = 0
-        self._ctxn: Transaction | None = None
-        self._producer: Any = None
-        self._state_txn: Transaction | None = None
-        self._state_producer: Any = None
-        self._streams: list[tuple[Transaction, DataFileStream, Future[None] | None]] = []
-
-    def begin(self, ctxn: Transaction) -> None:
-        assert self.table.changelog is not None
-        self._ctxn = ctxn
-        self._producer = ctxn.update_snapshot(snapshot_properties=stamp(self.position)).fast_append()
-        self._producer.__enter__()
-        if ctxn.table_metadata.current_snapshot() is not None:
-            # the change log has history: a truncate marker says that the snapshot rows replace it
-            marker = pa.table({OP: ["t"], LSN: [self.position.lsn], SEQ: [0]})
-            marker = marker.append_column(COMMIT_TS, _repeat(self.commit_ts, 1, pa.timestamp("us", tz="UTC")))
-            schema = self.table.changelog.schema().as_arrow()
-            _write_files(ctxn, self.table.changelog, merge.conform(marker, schema), self._producer)
-        self._streams.append((ctxn, DataFileStream(ctxn, self.table.changelog.io), None))
-        state = self.table.state
-        if state is not None:
-            self._state_txn = state.transaction()
-            self._state_producer = self._state_txn.update_snapshot(
-                snapshot_properties=stamp(self.position)
-            ).overwrite()
-            self._state_producer.__enter__()
-            for task in state.scan().plan_files():
-                self._state_producer.delete_data_file(task.file)
-            self._streams.append((self._state_txn, DataFileStream(self._state_txn, state.io), None))
-
-    def write(self, chunk: pa.Table) -> None:
-        """Add source rows (source columns only) as snapshot rows."""
-        n = chunk.num_rows
-        if n == 0:
-            return
-        seqs = pa.array(np.arange(self.rows + 1, self.rows + n + 1, dtype=np.int64))
-        rows = (
-            chunk.append_column(OP, _repeat("r", n, pa.string()))
-            .append_column(LSN, _repeat(self.position.lsn, n, pa.int64()))
-            .append_column(SEQ, seqs)
-            .append_column(COMMIT_TS, _repeat(self.commit_ts, n, pa.timestamp("us", tz="UTC")))
-        )
-        for i, (txn, stream, pending) in enumerate(self._streams):
-            if pending is not None:
-                pending.result()  # one chunk in flight per table: memory stays bounded
-            data = merge.conform(rows, txn.table_metadata.schema().as_arrow())
-            self._streams[i] = (txn, stream, _POOL.submit(_stream_write, txn, stream, data))
-        self.rows += n
-
-    def _close(self, index: int, producer: Any) -> None:
-        txn, stream, pending = self._streams[index]
-        if pending is not None:
-            pending.result()
-        for data_file in stream.close():
-            producer.append_data_file(data_file)
-
-    def finish_changelog(self) -> None:
-        self._close(0, self._producer)
-        self._producer.__exit__(None, None, None)
-
-    def commit_state(self) -> None:
-        if self._state_txn is None:
-            return
-        self._close(1, self._state_producer)
-        self._state_producer.__exit__(None, None, None)
-        self._state_txn.commit_transaction()
-
-    def abort(self) -> None:
-        """Wait for the encoders, then delete the files they wrote that no committed snapshot references.
-
-        Either table may have committed without the other (a conflict on the state table after the change log
-        committed, say): its files are referenced and stay; a commit that raised but went through is caught by
-        reading the table's metadata again before anything is deleted."""
-        tables = [self.table.changelog, self.table.state]
-        for index, (_, stream, pending) in enumerate(self._streams):
-            if pending is not None:
-                with contextlib.suppress(Exception):
-                    pending.result()
-            paths = stream.abandon()
-            table = tables[index]
-            if table is not None and paths:
-                delete_unreferenced(table, paths)
-
-
-def _stream_write(txn: Transaction, stream: DataFileStream, data: pa.Table) -> None:
-    guard_statistics(txn, data)
-    stream.write(data)
-
-
-# one thread per table being encoded (a snapshot writes the state and the change log)
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lakegate-snapshot-writer")
-# the state table's snapshot commit, beside the change log's
-_COMMITS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-snapshot-commit")
-
-
-def _repeat(value: object, n: int, typ: pa.DataType) -> pa.Array:
-    if pa.types.is_timestamp(typ):
-        return pa.repeat(pa.scalar(value, pa.int64()), n).cast(typ)
-    return pa.repeat(pa.scalar(value, typ), n)

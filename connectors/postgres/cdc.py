@@ -14,6 +14,7 @@ Rows are buffered per table as lists of raw text values and converted to Arrow a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import struct
 import time
@@ -343,21 +344,28 @@ class PostgresSource:
 
     def _relation_schema(self, ref: TableRef, msg: pgoutput.Relation) -> tuple[TableSchema, dict[str, Codec]]:
         with translated(f"read the catalog entry of {ref}"):
-            ndims = introspect.ndims_of(self.sql, msg.relid)
+            live = introspect.attributes(self.sql, msg.relid)
+            ndims = {a.name: a.ndims for a in live}
+            attnums = introspect.resolve_attnums([c.name for c in msg.columns], live)
             if msg.replica_identity == "f":  # every column is flagged: the key is the primary key, if any
                 key = introspect.primary_key(self.sql, msg.relid)
             else:
                 key = tuple(c.name for c in msg.columns if c.key)
             columns = [
-                SourceColumn(c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key)
-                for c in msg.columns
+                SourceColumn(
+                    c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key, attnum
+                )
+                for c, attnum in zip(msg.columns, attnums, strict=True)
             ]
             key = tuple(k for k in key if any(c.name == k for c in columns))
             schema, codecs = introspect.lake_schema(ref, columns, key, self.types, self.unbounded_numeric)
         # nullability is not in the Relation message: keep what the catalog said for unchanged columns
         known = {c.name: c for c in self.tables[ref].schema.columns}
         cols = tuple(
-            known[c.name] if c.name in known and known[c.name].type == c.type else c for c in schema.columns
+            dataclasses.replace(c, nullable=known[c.name].nullable)
+            if c.name in known and known[c.name].type == c.type and known[c.name].source_id == c.source_id
+            else c
+            for c in schema.columns
         )
         return TableSchema(ref, cols, schema.key), codecs  # type: ignore[return-value]
 

@@ -29,6 +29,7 @@ class SourceColumn:
     ndims: int = 0
     key: bool = False
     not_null: bool = False
+    attnum: int | None = None  #: position in pg_attribute (survives renames); None when unknown
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class SourceTable:
 
 
 _DESCRIBE = """
-SELECT c.oid::int8, c.relkind, c.relreplident, a.attname, a.atttypid::int8, a.atttypmod, a.attndims, a.attnotnull
+SELECT c.oid::int8, c.relkind, c.relreplident, a.attname, a.atttypid::int8, a.atttypmod, a.attndims, a.attnotnull,
+       a.attnum
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -71,18 +73,76 @@ def describe(conn: psycopg.Connection, ref: TableRef) -> SourceTable | None:
     oid, relkind, replident = rows[0][0], rows[0][1], rows[0][2]
     key = tuple(r[0] for r in conn.execute(_KEY, (oid, replident == "i")).fetchall())
     columns = tuple(
-        SourceColumn(name, typ, typmod, ndims, name in key, notnull)
-        for _, _, _, name, typ, typmod, ndims, notnull in rows
+        SourceColumn(name, typ, typmod, ndims, name in key, notnull, attnum)
+        for _, _, _, name, typ, typmod, ndims, notnull, attnum in rows
     )
     return SourceTable(ref, oid, relkind, replident, columns, key)
 
 
-def ndims_of(conn: psycopg.Connection, relid: int) -> dict[str, int]:
-    """Declared array dimensions per column of a relation (pgoutput's Relation message lacks them)."""
+@dataclass(frozen=True)
+class Attribute:
+    """A live column as the catalog holds it now."""
+
+    attnum: int
+    name: str
+    ndims: int
+    has_missing: bool  #: rows older than the column read ``missing`` (a constant ADD COLUMN ... DEFAULT)
+    missing: str | None  #: the text of attmissingval, a one-element array literal
+
+
+def attributes(conn: psycopg.Connection, relid: int) -> list[Attribute]:
+    """The relation's live columns now, in attnum order (pgoutput's Relation message lacks attnums, array
+    dimensions and missing values)."""
     rows = conn.execute(
-        "SELECT attname, attndims FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0", (relid,)
+        "SELECT attnum, attname, attndims, atthasmissing, attmissingval::text FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+        (relid,),
     ).fetchall()
-    return {name: ndims for name, ndims in rows}
+    return [Attribute(int(a), n, int(d), bool(h), m) for a, n, d, h, m in rows]
+
+
+def resolve_attnums(names: Sequence[str], live: Sequence[Attribute]) -> list[int | None]:
+    """The attnum of each column of a Relation message (``names``, in attnum order) from the catalog as it is now.
+
+    A name the catalog still has resolves directly. A name it no longer has (renamed or dropped since: the
+    stream may be replaying older changes) is matched by position: between two resolved neighbours, the
+    catalog's unclaimed columns in that range are taken in order when there are exactly as many as unresolved
+    names; otherwise it stays None (unknown)."""
+    by_name = {a.name: a.attnum for a in live}
+    out: list[int | None] = [by_name.get(n) for n in names]
+    claimed = {a for a in out if a is not None}
+    i = 0
+    while i < len(out):
+        if out[i] is not None:
+            i += 1
+            continue
+        j = i
+        while j < len(out) and out[j] is None:
+            j += 1
+        low = out[i - 1] if i > 0 else 0
+        high = out[j] if j < len(out) else None
+        free = [
+            a.attnum
+            for a in live
+            if a.attnum not in claimed and a.attnum > (low or 0) and (high is None or a.attnum < high)
+        ]
+        if len(free) == j - i:
+            out[i:j] = free
+            claimed.update(free)
+        i = j
+    return out
+
+
+def storage_of(conn: psycopg.Connection, relid: int) -> str:
+    """A fingerprint of the table's storage (its relfilenodes, partitions included): it changes when PostgreSQL
+    rewrites the table (ADD COLUMN with a volatile default, ALTER TYPE, VACUUM FULL, CLUSTER, TRUNCATE)."""
+    row = conn.execute(
+        "SELECT string_agg(c.relfilenode::text, ',' ORDER BY c.oid) FROM pg_catalog.pg_class c "
+        "WHERE c.oid IN (SELECT relid FROM pg_catalog.pg_partition_tree(%s::oid::regclass)) "
+        "AND c.relkind NOT IN ('p', 'I')",
+        (relid,),
+    ).fetchone()
+    return str(row[0] or "") if row else ""
 
 
 def primary_key(conn: psycopg.Connection, relid: int) -> tuple[str, ...]:
@@ -124,6 +184,7 @@ def lake_schema(
                 codec.source_type,
                 col.name in key,
                 not (col.not_null or col.name in key),
+                col.attnum,
             )
         )
     return TableSchema(ref, tuple(cols), tuple(key)), codecs

@@ -1,0 +1,116 @@
+"""What every lake commit shares: checkpoint stamps, statistics guards and data files added to a snapshot."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.table import Table, TableProperties, Transaction
+from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.utils.properties import property_as_bool
+
+from lakegate.connectors.changes import Position
+from lakegate.connectors.iceberg.datafiles import DataFileStream
+
+log = logging.getLogger("lakegate.connectors.iceberg.writer")
+
+PROP_LSN, PROP_SEQ = "lakegate.lsn", "lakegate.seq"
+TABLE_PROPERTIES = {
+    "write.parquet.compression-codec": "zstd",
+    # one commit a second: merge manifests as they pile up, keep few old metadata files
+    "commit.manifest-merge.enabled": "true",
+    "commit.manifest.min-count-to-merge": "32",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "16",
+}
+
+
+def stamp(position: Position, **extra: str) -> dict[str, str]:
+    return {PROP_LSN: str(position.lsn), PROP_SEQ: str(position.seq), **extra}
+
+
+def checkpoint_of(table: Table) -> Position | None:
+    """The newest ``lakegate.lsn`` stamp on the table's current snapshot lineage (maintenance commits carry none)."""
+    for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+        props = snapshot.summary.additional_properties if snapshot.summary else {}
+        if PROP_LSN in props:
+            return Position(int(props[PROP_LSN]), int(props.get(PROP_SEQ, 2**62)))
+    return None
+
+
+# pyiceberg turns Parquet min/max statistics into Python dates, which stop at years 1 and 9999: a column holding
+# infinity or a BC date would fail the write. Such a column keeps counts only (no bounds) from then on.
+_PY_DAYS = (-719162, 2932896)
+_PY_MICROS = (-62135596800000000, 253402300799999999)
+
+
+def _temporal_leaves(name: str, arr: pa.ChunkedArray | pa.Array) -> Iterator[tuple[str, pa.Array]]:
+    typ = arr.type
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        flat = pa.chunked_array([c.flatten() for c in chunks], type=typ.value_type)
+        yield from _temporal_leaves(f"{name}.element", flat)
+    elif pa.types.is_date32(typ) or pa.types.is_timestamp(typ):
+        yield name, arr
+
+
+def guard_statistics(txn: Transaction, data: pa.Table) -> None:
+    """Switch temporal columns whose values Python cannot represent to counts-only metrics."""
+    props = {}
+    for field in data.schema:
+        for path, arr in _temporal_leaves(field.name, data[field.name]):
+            key = f"write.metadata.metrics.column.{path}"
+            if (
+                len(arr) == 0
+                or arr.null_count == len(arr)
+                or txn.table_metadata.properties.get(key) == "counts"
+            ):
+                continue
+            bounds = _PY_DAYS if pa.types.is_date32(arr.type) else _PY_MICROS
+            low, high = pc.min_max(
+                arr.cast(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
+            ).values()
+            if low.as_py() < bounds[0] or high.as_py() > bounds[1]:
+                props[key] = "counts"
+    if props:
+        log.info(
+            "%s: keeping counts only (no min/max) for %s, which hold(s) values beyond years 1-9999",
+            ".".join(txn.table_metadata.location.rstrip("/").split("/")[-2:]),
+            ", ".join(props),
+        )
+        txn.set_properties(props)
+
+
+def write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
+    """Write ``data`` as data files of ``table`` and add them to ``producer``; returns the number of files."""
+    guard_statistics(txn, data)
+    stream = DataFileStream(txn, table.io)
+    try:
+        stream.write(data)
+        files = stream.close()
+    except BaseException:
+        stream.abort()
+        raise
+    for data_file in files:
+        producer.append_data_file(data_file)
+    return len(files)
+
+
+def append_producer(txn: Transaction, properties: dict[str, str]) -> Any:
+    """An append that merges manifests when the table asks for it (as ``Transaction.append`` chooses)."""
+    update = txn.update_snapshot(snapshot_properties=properties)
+    merge_manifests = property_as_bool(
+        txn.table_metadata.properties,
+        TableProperties.MANIFEST_MERGE_ENABLED,
+        TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
+    )
+    return update.merge_append() if merge_manifests else update.fast_append()
+
+
+def repeat(value: object, n: int, typ: pa.DataType) -> pa.Array:
+    if pa.types.is_timestamp(typ):
+        return pa.repeat(pa.scalar(value, pa.int64()), n).cast(typ)
+    return pa.repeat(pa.scalar(value, typ), n)
