@@ -13,6 +13,7 @@ stops; a second one stops at once (nothing unconfirmed is lost: the server still
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
@@ -20,23 +21,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import pyarrow as pa
-
-from lakegate.connectors.changes import ChangeBatch, TableRef, TableSchema, format_lsn
+from lakegate.connectors.changes import (
+    TableRef,
+    TableSchema,
+    format_lsn,
+)
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import SchemaChangeError, SourceConfigError, TransientError
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg.evolution import STORAGE
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres.cdc import Flush, PostgresSource
 from lakegate.connectors.postgres.lease import WorkerBusy
 from lakegate.connectors.postgres.rowbuffer import Segment
 from lakegate.connectors.postgres.types import ConversionError
+from lakegate.ingest import apply
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
+from lakegate.ingest.ddl import Recopy
 from lakegate.ingest.maintain import MaintenanceThread
 from lakegate.ingest.progress import Progress
-from lakegate.ingest.toast import fill_unchanged
 
 log = logging.getLogger("lakegate.ingest")
 
@@ -72,6 +76,8 @@ class Worker:
         self.on_flush: Callable[[Flush], None] | None = None
         self.source: PostgresSource | None = None  #: while running, for status and tests
         self.committer: Committer | None = None
+        #: tables to copy again under a fresh snapshot on the next start of the stream (see ingest.ddl)
+        self.recopy: set[TableRef] = set()
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -130,7 +136,7 @@ class Worker:
         try:
             schemas = source.prepare()  # takes the lease first: nothing below runs beside another worker
             self.leased.set()
-            self._open_lake(schemas)
+            self._open_lake(schemas, source)
             self._snapshot(source)
             checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.refs}
             source.start({ref: cp for ref, cp in checkpoints.items() if cp is not None})
@@ -143,11 +149,13 @@ class Worker:
 
     # ------------------------------------------------------------------------------------------ snapshot
 
-    def _open_lake(self, schemas: dict[TableRef, TableSchema]) -> None:
+    def _open_lake(self, schemas: dict[TableRef, TableSchema], source: PostgresSource) -> None:
         for ref in self.refs:
             table = LakeTable(self.catalog, schemas[ref], source=self.src.name)
-            table.load()
+            existed = table.load()
             table.create()
+            if existed and table.checkpoint() is not None:
+                table.adopt(schemas[ref], source.column_facts(ref)[1])
             self.lake[ref] = table
 
     def _snapshot(self, source: PostgresSource) -> None:
@@ -164,11 +172,16 @@ class Worker:
                 )
         else:
             need = [ref for ref in self.refs if self.lake[ref].checkpoint() is None]
+            need += [ref for ref in self.refs if ref in self.recopy and ref not in need]
         if not need:
             return
         for ref, position, snapshot_ts, chunks in source.snapshot(need, create_slot=not slot_exists):
             progress = Progress(f"snapshot of {ref}")
-            with self.lake[ref].snapshot(position, snapshot_ts) as sink:
+            table = self.lake[ref]
+            if table.checkpoint() is not None:  # copied again: the lake takes the table's columns as they are now
+                table.evolve(source.tables[ref].schema)
+            properties = {STORAGE: source.snapshot_storage[ref]}
+            with table.snapshot(position, snapshot_ts, properties) as sink:
                 for chunk in chunks:
                     if self.stopping.is_set():
                         raise Interrupted(f"stopped during the snapshot of {ref}")
@@ -176,6 +189,7 @@ class Worker:
                     progress.update(chunk.num_rows)
                 source.check_session()  # still the lease holder: only then commit
             progress.done()
+            self.recopy.discard(ref)
             log.info("snapshot of %s complete: %d rows at %s", ref, sink.rows, format_lsn(position.lsn + 1))
 
     # ------------------------------------------------------------------------------------------ streaming
@@ -243,22 +257,20 @@ class Worker:
                 continue
             table = self.lake[ref]
             try:
-                data = self._prepare(table, [s.materialise() for s in segments])
+                data = apply.changes(table, segments, source, functools.partial(self._appended, ref))
             except (SchemaChangeError, ConversionError) as exc:
                 source.fail_table(ref, segments[0].lsns[0])
                 self._table_failed(ref, exc)
                 continue
+            except Recopy as exc:
+                self.recopy.add(exc.ref)
+                raise
             table.append(data, flush.positions[ref])
-            self.status[ref].rows_appended += data.num_rows
-            self.rows_written += data.num_rows
+            self._appended(ref, data.num_rows)
 
-    def _prepare(self, table: LakeTable, batches: list[ChangeBatch]) -> pa.Table:
-        parts = []
-        for batch in batches:
-            table.evolve(batch.schema)  # a no-op unless the lake lacks a column or a wider type
-            parts.append(fill_unchanged(batch, table.lookup))
-        schema = table.changelog.schema().as_arrow()  # type: ignore[union-attr]
-        return pa.concat_tables([merge.conform(p, schema) for p in parts])
+    def _appended(self, ref: TableRef, rows: int) -> None:
+        self.status[ref].rows_appended += rows
+        self.rows_written += rows
 
     def _table_failed(self, ref: TableRef, exc: Exception) -> None:
         if self.status[ref].failed is None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lakegate import settings as settings_mod
-from lakegate.connectors.changes import Position, TableRef, format_lsn, parse_lsn
+from lakegate.connectors.changes import Column, Position, TableRef, TableSchema, format_lsn, parse_lsn
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.postgres import pgoutput
 from lakegate.connectors.postgres.types import (
@@ -262,3 +262,58 @@ def test_snapshot_commits_both_tables_and_a_failed_change_log_commit_keeps_the_c
 
     leftovers = [pq.read_table(p) for p in (tmp_path / "wh" / "public" / "t__changelog").rglob("*.parquet")]
     assert not [t for t in leftovers if "r" in t["_op"].to_pylist() and t.num_rows == 5], "aborted file kept"
+
+
+def test_attnums_of_a_relation_message_follow_the_catalog_and_its_order() -> None:
+    from lakegate.connectors.postgres.introspect import Attribute, resolve_attnums
+
+    live = [
+        Attribute(1, "id", 0, False, None),
+        Attribute(4, "note", 0, False, None),
+        Attribute(5, "n", 0, False, None),
+    ]
+    assert resolve_attnums(["id", "note", "n"], live) == [1, 4, 5]
+    # an older message: n was dropped and added again since, so the name n does not mean attnum 5 yet
+    assert resolve_attnums(["id", "n", "note"], live) == [1, None, 4]
+    # a name the catalog no longer has sits where exactly one unclaimed column is: renamed since
+    assert resolve_attnums(["id", "old", "n"], live) == [1, 4, 5]
+    assert resolve_attnums(["id", "a", "b", "n"], live) == [1, None, None, 5]
+
+
+def test_plan_evolution_renames_by_source_identity_and_sees_replaced_columns() -> None:
+    from lakegate.connectors.iceberg.schema import CHANGELOG, lake_schema, plan_evolution
+
+    ref = TableRef("public", "t")
+    old = TableSchema(
+        ref,
+        (
+            Column("id", pa.int32(), "int", True, False, 1),
+            Column("a", pa.string(), "text", source_id=2),
+            Column("b", pa.int32(), "int", source_id=3),
+        ),
+        ("id",),
+    )
+    current = lake_schema(old, CHANGELOG)
+    attnums = {"id": 1, "a": 2, "b": 3}
+    renamed = TableSchema(
+        ref,
+        (
+            Column("id", pa.int32(), "int", True, False, 1),
+            Column("label", pa.string(), "text", source_id=2),
+            Column("b", pa.int32(), "int", source_id=3),
+        ),
+        ("id",),
+    )
+    plan = plan_evolution(current, renamed, CHANGELOG, attnums)
+    assert plan.rename == (("a", "label"),) and not plan.add and dict(plan.attnums)["label"] == 2
+    readded = TableSchema(
+        ref,
+        (
+            Column("id", pa.int32(), "int", True, False, 1),
+            Column("a", pa.string(), "text", source_id=2),
+            Column("b", pa.int32(), "int", source_id=7),
+        ),
+        ("id",),
+    )
+    plan = plan_evolution(current, readded, CHANGELOG, attnums)
+    assert plan.replaced == ("b",) and plan.new_columns == ["b"] and dict(plan.attnums)["b"] == 7

@@ -93,12 +93,12 @@ def compact(
 
 
 def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
 
     try:
         with table.transaction() as txn:
             action(txn)
-    except CommitFailedException as exc:
+    except (CommitFailedException, ValidationException) as exc:
         raise CommitConflict(
             f"maintenance of {'.'.join(table.name())} lost a race with another commit: {exc}"
         ) from exc

@@ -100,34 +100,72 @@ def _promotes(old: it.IcebergType, new: it.IcebergType) -> bool:
 
 @dataclass(frozen=True)
 class Evolution:
-    """Schema changes to apply to a lake table: columns to add and columns to widen."""
+    """Schema changes to apply to a lake table.
+
+    ``rename``: (old, new) lake column names (the same source column, renamed: Iceberg keeps its field id, so
+    history and values stay); ``add``: new columns; ``widen``: type promotions; ``replaced``: lake columns
+    whose name now belongs to another source column (dropped and added again under the same name), whose
+    existing values must be overwritten; ``attnums``: the source identity of every column afterwards."""
 
     add: tuple[tuple[str, it.IcebergType], ...] = ()
     widen: tuple[tuple[str, it.IcebergType], ...] = ()
+    rename: tuple[tuple[str, str], ...] = ()
+    replaced: tuple[str, ...] = ()
+    attnums: tuple[tuple[str, int], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.add or self.widen)
+        return bool(self.add or self.widen or self.rename or self.replaced)
+
+    @property
+    def new_columns(self) -> list[str]:
+        """Columns whose rows written before them need a value: added and replaced ones."""
+        return [name for name, _ in self.add] + list(self.replaced)
 
 
-def plan_evolution(current: Schema, source: TableSchema, kind: str) -> Evolution:
+def _renames(current: Schema, source: TableSchema, attnums: dict[str, int]) -> list[tuple[str, str]]:
+    """Lake columns that are a source column under its new name (matched by attnum)."""
+    lake = {f.name for f in current.fields}
+    by_attnum = {num: name for name, num in attnums.items() if name in lake}
+    renames: list[tuple[str, str]] = []
+    for col in source.columns:
+        if col.name in lake or col.source_id is None:
+            continue
+        old = by_attnum.get(col.source_id)
+        if old is not None and old not in source.names and all(old != r[0] for r in renames):
+            renames.append((old, col.name))
+    return renames
+
+
+def plan_evolution(
+    current: Schema, source: TableSchema, kind: str, attnums: dict[str, int] | None = None
+) -> Evolution:
     """What must change in ``current`` so that rows of ``source`` fit; raises SchemaChangeError when Iceberg cannot.
 
-    Dropped source columns stay in the lake (null from then on); narrowed types fit as they are.
+    ``attnums`` is the source identity of the lake's columns (see :class:`Evolution`): with it a renamed source
+    column renames its lake column instead of adding a new one. Dropped source columns stay in the lake (null
+    from then on); narrowed types fit as they are.
     """
+    attnums = dict(attnums or {})
+    renames = _renames(current, source, attnums)
+    renamed_from = {new: old for old, new in renames}
     target = lake_schema(source, kind)
-    add, widen = [], []
+    add, widen, replaced = [], [], []
     for field in target.fields:
         try:
-            existing = current.find_field(field.name)
+            existing = current.find_field(renamed_from.get(field.name, field.name))
         except ValueError:
             add.append((field.name, field.field_type))
             continue
+        col = source.column(field.name) if field.name in source.names else None
+        if col is not None and col.source_id is not None and field.name not in renamed_from:
+            known = attnums.get(field.name)
+            if known is not None and known != col.source_id:
+                replaced.append(field.name)
         if _fits(field.field_type, existing.field_type):
             continue
         if _promotes(existing.field_type, field.field_type):
-            widen.append((field.name, field.field_type))
+            widen.append((existing.name, field.field_type))  # by its name before any rename
             continue
-        col = source.column(field.name) if field.name in source.names else None
         raise SchemaChangeError(
             str(source.table),
             f"column {field.name!r} of {source.table} changed to {col.source_type if col else field.field_type}, "
@@ -135,4 +173,9 @@ def plan_evolution(current: Schema, source: TableSchema, kind: str) -> Evolution
             "float->double and decimal precision). Change the column back in PostgreSQL, or stop the worker, run "
             f"'lakegate maintain --resnapshot {source.table}' to rebuild the lake tables, and start it again",
         )
-    return Evolution(tuple(add), tuple(widen))
+    for old, new in renames:
+        attnums[new] = attnums.pop(old)
+    for col in source.columns:
+        if col.source_id is not None:
+            attnums[col.name] = col.source_id
+    return Evolution(tuple(add), tuple(widen), tuple(renames), tuple(replaced), tuple(sorted(attnums.items())))

@@ -15,7 +15,9 @@ pyiceberg snapshot producer, so one commit can hold files written chunk by chunk
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -25,31 +27,64 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchTableError
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NamespaceAlreadyExistsError,
+    NoSuchTableError,
+    ValidationException,
+)
 from pyiceberg.expressions import AlwaysTrue, GreaterThanOrEqual, In
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.table import Table, Transaction
 
-from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, ZERO, Column, Position, TableRef, TableSchema
+from lakegate.connectors.changes import LSN, OP, SEQ, ZERO, Position, TableRef, TableSchema
 from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
-from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg import evolution, merge
 from lakegate.connectors.iceberg.commits import (
     PROP_LSN,
     PROP_SEQ,
     TABLE_PROPERTIES,
     append_producer,
     checkpoint_of,
+    guard_statistics,
     stamp,
     write_files,
 )
-from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, lake_schema, plan_evolution
+from lakegate.connectors.iceberg.evolution import (
+    ATTNUMS,
+    KEY,
+    STORAGE,
+    Backfill,
+    attnums_of,
+    properties_for,
+    schema_of,
+)
+from lakegate.connectors.iceberg.schema import (
+    CHANGELOG,
+    CHANGELOG_SUFFIX,
+    STATE,
+    Evolution,
+    lake_schema,
+    plan_evolution,
+)
 from lakegate.connectors.iceberg.snapshot_sink import COMMITS, SnapshotSink
 
-__all__ = ["PROP_LSN", "PROP_SEQ", "LakeTable", "SnapshotSink", "checkpoint_of", "stamp"]
+__all__ = [
+    "PROP_LSN",
+    "PROP_SEQ",
+    "LakeTable",
+    "SnapshotSink",
+    "checkpoint_of",
+    "guard_statistics",
+    "stamp",
+    "write_files",
+]
 
 log = logging.getLogger(__name__)
 
 COMMIT_ATTEMPTS = 4
+_STATE_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
 
 
 class LakeTable:
@@ -73,10 +108,7 @@ class LakeTable:
             raise LakeError(
                 f"the lake has no table {ref}{CHANGELOG_SUFFIX}; has the worker replicated {ref}?"
             ) from exc
-        key = tuple(k for k in changelog.properties.get("lakegate.key", "").split(",") if k)
-        fields = [f for f in changelog.schema().as_arrow() if f.name not in (OP, LSN, SEQ, COMMIT_TS)]
-        schema = TableSchema(ref, tuple(Column(f.name, f.type, "", f.name in key) for f in fields), key)
-        table = cls(catalog, schema, source=changelog.properties.get("lakegate.source", ""))
+        table = cls(catalog, schema_of(changelog, ref), source=changelog.properties.get("lakegate.source", ""))
         table.load()
         return table
 
@@ -110,7 +142,10 @@ class LakeTable:
         props = {
             **TABLE_PROPERTIES,
             "lakegate.source": self.source,
-            "lakegate.key": ",".join(self.schema.key),
+            KEY: ",".join(self.schema.key),
+            ATTNUMS: json.dumps(
+                {c.name: c.source_id for c in self.schema.columns if c.source_id is not None}, sort_keys=True
+            ),
         }
         if self.changelog is None:
             self.changelog = self.catalog.create_table_if_not_exists(
@@ -140,10 +175,18 @@ class LakeTable:
                 self.catalog.purge_table(ident)
         self.changelog = self.state = None
 
-    def evolve(self, schema: TableSchema) -> None:
-        """Make both tables able to hold rows of ``schema`` (add columns, widen types); raises SchemaChangeError."""
+    def plan(self, schema: TableSchema) -> Evolution:
+        """What writing rows of ``schema`` changes in the change log (see :meth:`evolve`)."""
         assert self.changelog is not None
-        if self.has_state and tuple(schema.key) != tuple(self.schema.key):
+        return plan_evolution(self.changelog.schema(), schema, CHANGELOG, attnums_of(self.changelog))
+
+    def evolve(self, schema: TableSchema, backfill: Backfill | None = None) -> None:
+        """Make both tables able to hold rows of ``schema``: rename (by source identity), add and widen columns;
+        with ``backfill``, write the new columns' values into every existing row in the same commits.
+        Raises SchemaChangeError when Iceberg cannot follow."""
+        assert self.changelog is not None
+        renames = dict(self.plan(schema).rename)
+        if self.has_state and {renames.get(k, k) for k in self.schema.key} != set(schema.key):
             raise SchemaChangeError(
                 str(schema.table),
                 (
@@ -153,39 +196,87 @@ class LakeTable:
                     f"{schema.table}' and start it again"
                 ),
             )
-        for table, kind in ((self.changelog, CHANGELOG), (self.state, STATE)):
-            if table is None:
-                continue
-            plan = plan_evolution(table.schema(), schema, kind)
-            if not plan:
-                continue
-            try:
-                with table.update_schema() as update:
-                    for name, typ in plan.add:
-                        update.add_column(name, typ)
-                    for name, typ in plan.widen:
-                        update.update_column(name, field_type=typ)
-            except CommitFailedException as exc:
-                table.refresh()
-                raise CommitConflict(f"evolving {'.'.join(table.name())} lost a race: {exc}") from exc
-            except (OSError, ValueError) as exc:
-                raise LakeError(
-                    f"cannot change the schema of lake table {'.'.join(table.name())}: {exc}"
-                ) from exc
+        key = tuple(renames.get(k, k) for k in self.schema.key)  # the lake's key order
+        with self._state_lock():  # no fold of this process between the backfill's two commits
+            if backfill is not None and self.state is not None:
+                self._fold()
+            self._evolve(self.changelog, CHANGELOG, schema, key, backfill)
+            if self.state is not None:
+                self._evolve(self.state, STATE, schema, key, backfill)
+        self.schema = TableSchema(schema.table, schema.columns, key if self.has_state else schema.key)
+
+    def _evolve(
+        self, table: Table, kind: str, schema: TableSchema, key: tuple[str, ...], backfill: Backfill | None
+    ) -> None:
+        try:
+            plan = plan_evolution(table.schema(), schema, kind, attnums_of(table))
+        except SchemaChangeError:
+            raise
+        props = properties_for(table, plan, key)
+        if not plan and not props and backfill is None:
+            return
+
+        def action(txn: Transaction) -> None:
+            evolution.update_schema(txn, plan)
+            if props:
+                txn.set_properties(props)
+            if backfill is not None and kind == CHANGELOG:
+                assert self.state is not None
+                evolution.backfill_changelog(txn, table, self.state, backfill)
+            elif backfill is not None:
+                evolution.backfill_state(txn, table, backfill, dict(plan.rename))
+
+        self._commit(table, action)
+        if plan:
             log.info(
-                "%s: evolved %s table: added %s, widened %s",
+                "%s: evolved %s table: renamed %s, added %s, widened %s%s",
                 schema.table,
                 kind,
+                [f"{a}->{b}" for a, b in plan.rename] or "-",
                 [n for n, _ in plan.add] or "-",
                 [n for n, _ in plan.widen] or "-",
+                f", existing rows given {sorted(backfill.values)}" if backfill else "",
             )
-        self.schema = schema
+
+    def sync_state(self) -> None:
+        """Give the state table every column the change log has (renamed by source identity): a fold must not
+        meet a column its state table lacks (the worker evolves the two tables one after the other)."""
+        if self.state is None or self.changelog is None:
+            return
+        schema = schema_of(self.changelog, self.schema.table)
+        self._evolve(self.state, STATE, schema, schema.key, None)
 
     # ---------------------------------------------------------------------------------------------- reading
 
     def checkpoint(self) -> Position | None:
         """Position of the last change the change log holds; None when the initial snapshot is not complete."""
         return checkpoint_of(self.changelog) if self.changelog is not None else None
+
+    def adopt(self, schema: TableSchema, storage: str) -> None:
+        """Record what lakes written before these records existed lack: the source identity (attnum) of each
+        lake column the source still has under the same name, and the table's storage fingerprint."""
+        assert self.changelog is not None
+        for table in (self.changelog, self.state):
+            if table is None or ATTNUMS in table.properties:
+                continue
+            lake = {f.name for f in table.schema().fields}
+            known = {c.name: c.source_id for c in schema.columns if c.name in lake and c.source_id is not None}
+            self._commit(table, lambda txn, k=known: txn.set_properties({ATTNUMS: json.dumps(k, sort_keys=True)}))
+        if self.storage() is None:
+            self.set_properties({STORAGE: storage})
+        self.schema = schema_of(self.changelog, self.schema.table)  # the lake's names, as the stream meets them
+
+    def storage(self) -> str | None:
+        """The source table's storage fingerprint when the lake last copied it (None: not recorded)."""
+        return self.changelog.properties.get(STORAGE) if self.changelog is not None else None
+
+    def set_properties(self, properties: dict[str, str]) -> None:
+        """Set change-log table properties (lakegate's records about the source table) in one commit."""
+        assert self.changelog is not None
+        changelog = self.changelog
+        wanted = {k: v for k, v in properties.items() if changelog.properties.get(k) != v}
+        if wanted:
+            self._commit(changelog, lambda txn: txn.set_properties(wanted))
 
     def state_checkpoint(self) -> Position:
         if self.state is None:
@@ -261,7 +352,7 @@ class LakeTable:
                 with table.transaction() as txn:
                     action(txn)
                 return
-            except CommitFailedException as exc:
+            except (CommitFailedException, ValidationException) as exc:  # the commit did not land
                 table.refresh()
                 if attempt == COMMIT_ATTEMPTS:
                     raise CommitConflict(
@@ -272,8 +363,11 @@ class LakeTable:
                 raise LakeError(f"cannot commit to lake table {'.'.join(table.name())}: {exc}") from exc
 
     @contextmanager
-    def snapshot(self, position: Position, commit_ts: int) -> Iterator[SnapshotSink]:
-        """Write an initial snapshot (replacing whatever the tables held) in one commit per table.
+    def snapshot(
+        self, position: Position, commit_ts: int, properties: dict[str, str] | None = None
+    ) -> Iterator[SnapshotSink]:
+        """Write an initial snapshot (replacing whatever the tables held) in one commit per table; the change
+        log's commit also sets ``properties``.
 
         The two tables are finished and committed side by side. Either may commit without the other: without
         the change log's commit the table has no checkpoint and is copied again (replacing the state); without
@@ -283,6 +377,8 @@ class LakeTable:
         state: Future[None] | None = None
         try:
             with self.changelog.transaction() as ctxn:
+                if properties:
+                    ctxn.set_properties(properties)
                 sink.begin(ctxn)
                 yield sink
                 if self.state is not None:
@@ -297,11 +393,24 @@ class LakeTable:
             sink.abort()
             raise
 
+    def _state_lock(self) -> threading.Lock:
+        """The lock this process holds while it rewrites the state table (the worker's writer and its upkeep
+        thread each have their own LakeTable; another process's writes are caught by the commit's checks)."""
+        where = self.catalog.properties.get("uri", "")
+        ident = f"{self.catalog.name}|{where}|{self.namespace}.{self.name}"
+        with _LOCKS_GUARD:
+            return _STATE_LOCKS.setdefault(ident, threading.Lock())
+
     def fold(self) -> int:
         """Merge the change-log tail into the state table; returns the number of changes folded."""
+        with self._state_lock():
+            return self._fold()
+
+    def _fold(self) -> int:
         if self.state is None or self.changelog is None:
             return 0
         self.refresh()
+        self.sync_state()
         target = self.checkpoint()
         folded = self.state_checkpoint()
         if target is None or target <= folded:
@@ -342,3 +451,4 @@ class LakeTable:
             time.monotonic() - started,
         )
         return tail.num_rows
+

@@ -95,6 +95,8 @@ class PostgresSource:
         self.types: TypeCatalog = introspect.type_catalog(self.sql)
         self.source_tables: dict[TableRef, SourceTable] = {}
         self.tables: dict[TableRef, _Table] = {}
+        #: storage fingerprint of each table as of its snapshot (see introspect.storage_of)
+        self.snapshot_storage: dict[TableRef, str] = {}
         self._by_relid: dict[int, _Table | None] = {}
         self.stream: ReplicationStream | None = None
         # transaction state
@@ -129,6 +131,13 @@ class PostgresSource:
             self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
         return schemas
 
+    def column_facts(self, ref: TableRef) -> tuple[list[introspect.Attribute], str]:
+        """The table's live columns (attnums, missing values) and its storage fingerprint, as the catalog has
+        them now (thread-safe: psycopg serialises the session's queries)."""
+        oid = self.source_tables[ref].oid
+        with translated(f"read the catalog entry of {ref}"):
+            return introspect.attributes(self.sql, oid), introspect.storage_of(self.sql, oid)
+
     def slot_exists(self) -> bool:
         with translated(f"look up replication slot {self.slot!r}"):
             return check_slot(self.sql, self.slot) is not None
@@ -157,6 +166,8 @@ class PostgresSource:
                     (now,) = conn.execute("SELECT (extract(epoch FROM now()) * 1000000)::int8").fetchone()  # type: ignore[misc]
                 for ref in refs:
                     table = self.tables[ref]
+                    with translated(f"read the storage of {ref}"):  # as of the snapshot
+                        self.snapshot_storage[ref] = introspect.storage_of(conn, self.source_tables[ref].oid)
                     yield (
                         ref,
                         position,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -88,28 +89,31 @@ class Attribute:
     ndims: int
     has_missing: bool  #: rows older than the column read ``missing`` (a constant ADD COLUMN ... DEFAULT)
     missing: str | None  #: the text of attmissingval, a one-element array literal
+    has_default: bool = False  #: a default, identity or generation expression: rows may hold values
 
 
 def attributes(conn: psycopg.Connection, relid: int) -> list[Attribute]:
     """The relation's live columns now, in attnum order (pgoutput's Relation message lacks attnums, array
     dimensions and missing values)."""
     rows = conn.execute(
-        "SELECT attnum, attname, attndims, atthasmissing, attmissingval::text FROM pg_catalog.pg_attribute "
+        "SELECT attnum, attname, attndims, atthasmissing, attmissingval::text, "
+        "atthasdef OR attidentity <> '' OR attgenerated <> '' FROM pg_catalog.pg_attribute "
         "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
         (relid,),
     ).fetchall()
-    return [Attribute(int(a), n, int(d), bool(h), m) for a, n, d, h, m in rows]
+    return [Attribute(int(a), n, int(d), bool(h), m, bool(f)) for a, n, d, h, m, f in rows]
 
 
 def resolve_attnums(names: Sequence[str], live: Sequence[Attribute]) -> list[int | None]:
     """The attnum of each column of a Relation message (``names``, in attnum order) from the catalog as it is now.
 
-    A name the catalog still has resolves directly. A name it no longer has (renamed or dropped since: the
-    stream may be replaying older changes) is matched by position: between two resolved neighbours, the
-    catalog's unclaimed columns in that range are taken in order when there are exactly as many as unresolved
-    names; otherwise it stays None (unknown)."""
+    A name the catalog still has resolves directly, unless that breaks the attnum order of the message: then
+    the name belongs to a column created after the message was written (dropped and added again since) and
+    stays unknown. A name the catalog no longer has (renamed or dropped since: the stream may be replaying older
+    changes) is matched by position: between two resolved neighbours, the catalog's unclaimed columns in that
+    range are taken in order when there are exactly as many as unresolved names; otherwise it stays None."""
     by_name = {a.name: a.attnum for a in live}
-    out: list[int | None] = [by_name.get(n) for n in names]
+    out: list[int | None] = _increasing([by_name.get(n) for n in names])
     claimed = {a for a in out if a is not None}
     i = 0
     while i < len(out):
@@ -133,14 +137,35 @@ def resolve_attnums(names: Sequence[str], live: Sequence[Attribute]) -> list[int
     return out
 
 
+def _increasing(attnums: list[int | None]) -> list[int | None]:
+    """Keep the longest strictly increasing run of known attnums (the smallest on ties: older columns); the
+    others become None."""
+    known = [(i, a) for i, a in enumerate(attnums) if a is not None]
+    tails: list[int] = []  # tails[k]: index into ``known`` of the smallest tail of an increasing run of k + 1
+    parent: list[int] = []
+    for j, (_, value) in enumerate(known):
+        k = bisect.bisect_left([known[t][1] for t in tails], value)
+        parent.append(tails[k - 1] if k else -1)
+        if k == len(tails):
+            tails.append(j)
+        else:
+            tails[k] = j
+    keep: set[int] = set()
+    j = tails[-1] if tails else -1
+    while j >= 0:
+        keep.add(known[j][0])
+        j = parent[j]
+    return [a if i in keep else None for i, a in enumerate(attnums)]
+
+
 def storage_of(conn: psycopg.Connection, relid: int) -> str:
     """A fingerprint of the table's storage (its relfilenodes, partitions included): it changes when PostgreSQL
     rewrites the table (ADD COLUMN with a volatile default, ALTER TYPE, VACUUM FULL, CLUSTER, TRUNCATE)."""
     row = conn.execute(
         "SELECT string_agg(c.relfilenode::text, ',' ORDER BY c.oid) FROM pg_catalog.pg_class c "
-        "WHERE c.oid IN (SELECT relid FROM pg_catalog.pg_partition_tree(%s::oid::regclass)) "
+        "WHERE (c.oid = %s OR c.oid IN (SELECT relid FROM pg_catalog.pg_partition_tree(%s::oid::regclass))) "
         "AND c.relkind NOT IN ('p', 'I')",
-        (relid,),
+        (relid, relid),
     ).fetchone()
     return str(row[0] or "") if row else ""
 

@@ -1,0 +1,107 @@
+"""A flush's row segments of one table -> the rows its change-log commit appends.
+
+The lake's schema follows each segment's (see :mod:`lakegate.ingest.ddl`), unchanged TOAST values are filled from
+the row's previous state (this flush's earlier rows first, then the lake). A schema change that writes a value
+into the existing rows commits the rows of earlier transactions first and takes the rows of its own transaction
+written before it along, so that the value lands exactly where the column appeared.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ, ChangeBatch, Position
+from lakegate.connectors.iceberg import evolution, merge
+from lakegate.connectors.iceberg.evolution import STORAGE, Backfill
+from lakegate.connectors.iceberg.writer import LakeTable
+from lakegate.connectors.postgres.cdc import PostgresSource
+from lakegate.connectors.postgres.rowbuffer import Segment
+from lakegate.connectors.postgres.types import Codec
+from lakegate.ingest.ddl import Recopy, new_column_values
+from lakegate.ingest.toast import fill_unchanged
+
+log = logging.getLogger("lakegate.ingest")
+
+
+def changes(
+    table: LakeTable, segments: list[Segment], source: PostgresSource, committed: Callable[[int], None]
+) -> pa.Table:
+    """The rows to append for ``segments``; ``committed(n)`` is told of rows committed on the way."""
+    parts: list[pa.Table] = []
+    for segment in segments:
+        batch = segment.materialise()
+        _follow_schema(table, batch, segment.codecs, parts, source, committed)
+        parts.append(fill_unchanged(batch, _lookup(table, parts)))
+    return conformed(table, parts)
+
+
+def conformed(table: LakeTable, parts: list[pa.Table]) -> pa.Table:
+    schema = table.changelog.schema().as_arrow()  # type: ignore[union-attr]
+    if not parts:
+        return schema.empty_table()
+    return pa.concat_tables([merge.conform(p, schema) for p in parts])
+
+
+def _follow_schema(
+    table: LakeTable,
+    batch: ChangeBatch,
+    codecs: dict[str, Codec],
+    parts: list[pa.Table],
+    source: PostgresSource,
+    committed: Callable[[int], None],
+) -> None:
+    plan = table.plan(batch.schema)  # cheap when nothing changed
+    if plan.new_columns and table.has_state:
+        ref = batch.schema.table
+        attributes, storage = source.column_facts(ref)
+        values = new_column_values(ref, plan, batch.schema, codecs, attributes, storage, table.storage())
+        if values:
+            _backfill(table, batch, values, parts, storage, committed)
+            return
+    table.evolve(batch.schema)
+    if plan.rename:  # rows of this flush written before the rename
+        parts[:] = [evolution.renamed(p, dict(plan.rename)) for p in parts]
+
+
+def _backfill(
+    table: LakeTable,
+    batch: ChangeBatch,
+    values: dict[str, pa.Array],
+    parts: list[pa.Table],
+    storage: str,
+    committed: Callable[[int], None],
+) -> None:
+    """Write the new columns' values into every existing row, just before the transaction that shows them."""
+    ref = batch.schema.table
+    lsn = batch.data[LSN][0].as_py()
+    checkpoint = table.checkpoint()
+    if checkpoint is not None and checkpoint.lsn >= lsn:
+        raise Recopy(ref, "a column was added in the middle of a transaction the lake already holds part of")
+    pending = conformed(table, parts)
+    earlier = pending.filter(pc.less(pending[LSN], lsn))
+    if earlier.num_rows:
+        table.append(earlier, Position(earlier[LSN][-1].as_py(), earlier[SEQ][-1].as_py()))
+        committed(earlier.num_rows)
+    same = pending.filter(pc.equal(pending[LSN], lsn))
+    commit_ts = batch.data[COMMIT_TS].cast(pa.int64())[0].as_py()
+    table.evolve(batch.schema, Backfill(values, lsn, commit_ts, same if same.num_rows else None))
+    committed(same.num_rows)
+    table.set_properties({STORAGE: storage})
+    parts.clear()
+    log.info("%s: wrote the value of %s into the rows that existed before", ref, ", ".join(sorted(values)))
+
+
+def _lookup(table: LakeTable, parts: list[pa.Table]) -> Callable[[pa.Table], pa.Table]:
+    """Previous rows for TOAST filling: the lake, overlaid with this flush's rows not yet committed."""
+    if not parts:
+        return table.lookup
+    pending = list(parts)
+
+    def lookup(keys: pa.Table) -> pa.Table:
+        return merge.apply(table.lookup(keys), conformed(table, pending), table.schema.key)
+
+    return lookup
