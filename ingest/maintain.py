@@ -6,6 +6,7 @@ The worker runs it in a background thread (:class:`MaintenanceThread`); ``lakega
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import threading
 import time
@@ -90,7 +91,8 @@ class MaintenanceThread(threading.Thread):
                 pending = appended - folded_rows[ref]
                 due = pending and (now - last_fold[ref] >= cfg.fold_interval or pending >= cfg.fold_rows)
                 table = self._table(ref) if due else None
-                if table is not None and self._guarded(ref, "fold", table.fold):
+                folded = self._guarded(ref, "fold", functools.partial(table.fold, wait=False)) if table else None
+                if isinstance(folded, int) and folded >= 0:  # -1: the table is being copied, try again later
                     last_fold[ref], folded_rows[ref] = time.monotonic(), appended
                     self.folds += 1
             if cfg.maintenance_interval and now - last_maintenance >= cfg.maintenance_interval:
@@ -106,15 +108,15 @@ class MaintenanceThread(threading.Thread):
                         )
                 last_maintenance = time.monotonic()
 
-    def _guarded(self, ref: TableRef, what: str, action: Callable[[], object]) -> bool:
+    def _guarded(self, ref: TableRef, what: str, action: Callable[[], object]) -> object:
+        """``action()``'s result, or None when it failed (logged)."""
         try:
-            action()
-            return True
+            return action()
         except TransientError as exc:
             log.info("%s of %s postponed: %s", what, ref, exc)
         except (ConnectorError, OSError, ValueError) as exc:
             log.error("%s of %s failed: %s", what, ref, exc)
-        return False
+        return None
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:

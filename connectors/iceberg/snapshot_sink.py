@@ -36,6 +36,7 @@ class SnapshotSink:
         self._state_txn: Transaction | None = None
         self._state_producer: Any = None
         self._streams: list[tuple[Transaction, DataFileStream, Future[None] | None]] = []
+        self.committed: set[int] = set()  #: streams whose table committed (0: change log, 1: state)
 
     def begin(self, ctxn: Transaction) -> None:
         assert self.table.changelog is not None
@@ -96,6 +97,7 @@ class SnapshotSink:
         self._close(1, self._state_producer)
         self._state_producer.__exit__(None, None, None)
         self._state_txn.commit_transaction()
+        self.committed.add(1)
 
     def abort(self) -> None:
         """Wait for the encoders, then delete the files they wrote that no committed snapshot references.
@@ -110,7 +112,7 @@ class SnapshotSink:
                     pending.result()
             paths = stream.abandon()
             table = tables[index]
-            if table is not None and paths:
+            if table is not None and paths and index not in self.committed:
                 delete_unreferenced(table, paths)
 
 

@@ -375,23 +375,27 @@ class LakeTable:
         assert self.changelog is not None
         sink = SnapshotSink(self, position, commit_ts)
         state: Future[None] | None = None
-        try:
-            with self.changelog.transaction() as ctxn:
-                if properties:
-                    ctxn.set_properties(properties)
-                sink.begin(ctxn)
-                yield sink
-                if self.state is not None:
-                    state = COMMITS.submit(sink.commit_state)
-                sink.finish_changelog()
-            if state is not None:
-                state.result()
-        except BaseException:
-            if state is not None:
-                with contextlib.suppress(Exception):
+        with self._state_lock():  # this process's upkeep does not fold the table meanwhile
+            try:
+                with self.changelog.transaction() as ctxn:
+                    if properties:
+                        ctxn.set_properties(properties)
+                    sink.begin(ctxn)
+                    yield sink
+                    if self.state is not None:
+                        state = COMMITS.submit(sink.commit_state)
+                    sink.finish_changelog()
+                sink.committed.add(0)
+                if state is not None:
                     state.result()
-            sink.abort()
-            raise
+            except BaseException as exc:
+                if state is not None:
+                    with contextlib.suppress(Exception):
+                        state.result()
+                sink.abort()
+                if isinstance(exc, CommitFailedException | ValidationException):  # another writer raced it
+                    raise CommitConflict(f"the snapshot of {self.schema.table} lost a race: {exc}") from exc
+                raise
 
     def _state_lock(self) -> threading.Lock:
         """The lock this process holds while it rewrites the state table (the worker's writer and its upkeep
@@ -401,10 +405,16 @@ class LakeTable:
         with _LOCKS_GUARD:
             return _STATE_LOCKS.setdefault(ident, threading.Lock())
 
-    def fold(self) -> int:
-        """Merge the change-log tail into the state table; returns the number of changes folded."""
-        with self._state_lock():
+    def fold(self, *, wait: bool = True) -> int:
+        """Merge the change-log tail into the state table; returns the number of changes folded. Without
+        ``wait`` it returns -1 at once while this process is writing the state table otherwise (a snapshot)."""
+        lock = self._state_lock()
+        if not lock.acquire(blocking=wait):
+            return -1
+        try:
             return self._fold()
+        finally:
+            lock.release()
 
     def _fold(self) -> int:
         if self.state is None or self.changelog is None:
@@ -417,7 +427,8 @@ class LakeTable:
             return 0
         started = time.monotonic()
         tail, truncated = merge.after_last_truncate(self.tail(folded))
-        latest = merge.latest_per_key(tail, self.schema.key)
+        key = schema_of(self.changelog, self.schema.table).key  # as the lake has it now (renames)
+        latest = merge.latest_per_key(tail, key)
         live = merge.conform(latest.filter(pc.not_equal(latest[OP], "d")), self.state.schema().as_arrow())
         state = self.state
         rewritten = 0
@@ -432,7 +443,7 @@ class LakeTable:
                         producer.delete_data_file(task.file)
                         continue
                     rows = scan.to_table([task])
-                    kept = merge.anti_join(rows, latest, self.schema.key)
+                    kept = merge.anti_join(rows, latest, key)
                     if kept.num_rows != rows.num_rows:
                         producer.delete_data_file(task.file)
                         rewritten += 1
