@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyiceberg.table import Transaction
+from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Position
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.iceberg.commits import guard_statistics, repeat, stamp, write_files
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.references import delete_unreferenced
-
-if TYPE_CHECKING:
-    from lakegate.connectors.iceberg.writer import LakeTable
 
 
 class SnapshotSink:
@@ -26,8 +23,9 @@ class SnapshotSink:
     Each table's rows go to one open Parquet file (:class:`DataFileStream`) encoded on that table's own thread,
     so the two encodes run side by side and overlap with the caller reading and parsing the next chunk."""
 
-    def __init__(self, table: LakeTable, position: Position, commit_ts: int) -> None:
-        self.table = table
+    def __init__(self, changelog: Table, state: Table | None, position: Position, commit_ts: int) -> None:
+        self.changelog = changelog
+        self.state = state
         self.position = position
         self.commit_ts = commit_ts
         self.rows = 0
@@ -39,7 +37,6 @@ class SnapshotSink:
         self.committed: set[int] = set()  #: streams whose table committed (0: change log, 1: state)
 
     def begin(self, ctxn: Transaction) -> None:
-        assert self.table.changelog is not None
         self._ctxn = ctxn
         self._producer = ctxn.update_snapshot(snapshot_properties=stamp(self.position)).fast_append()
         self._producer.__enter__()
@@ -47,10 +44,10 @@ class SnapshotSink:
             # the change log has history: a truncate marker says that the snapshot rows replace it
             marker = pa.table({OP: ["t"], LSN: [self.position.lsn], SEQ: [0]})
             marker = marker.append_column(COMMIT_TS, repeat(self.commit_ts, 1, pa.timestamp("us", tz="UTC")))
-            schema = self.table.changelog.schema().as_arrow()
-            write_files(ctxn, self.table.changelog, merge.conform(marker, schema), self._producer)
-        self._streams.append((ctxn, DataFileStream(ctxn, self.table.changelog.io), None))
-        state = self.table.state
+            schema = self.changelog.schema().as_arrow()
+            write_files(ctxn, self.changelog, merge.conform(marker, schema), self._producer)
+        self._streams.append((ctxn, DataFileStream(ctxn, self.changelog.io), None))
+        state = self.state
         if state is not None:
             self._state_txn = state.transaction()
             self._state_producer = self._state_txn.update_snapshot(
@@ -105,7 +102,7 @@ class SnapshotSink:
         Either table may have committed without the other (a conflict on the state table after the change log
         committed, say): its files are referenced and stay; a commit that raised but went through is caught by
         reading the table's metadata again before anything is deleted."""
-        tables = [self.table.changelog, self.table.state]
+        tables = [self.changelog, self.state]
         for index, (_, stream, pending) in enumerate(self._streams):
             if pending is not None:
                 with contextlib.suppress(Exception):

@@ -373,7 +373,7 @@ class LakeTable:
         the change log's commit the table has no checkpoint and is copied again (replacing the state); without
         the state's, folding the change log catches it up."""
         assert self.changelog is not None
-        sink = SnapshotSink(self, position, commit_ts)
+        sink = SnapshotSink(self.changelog, self.state, position, commit_ts)
         state: Future[None] | None = None
         with self._state_lock():  # this process's upkeep does not fold the table meanwhile
             try:
