@@ -6,7 +6,9 @@ started. With pyiceberg's SQL catalog one query on the catalog's ``iceberg_table
 schema, shared by the Java and Python implementations) lists every table and its location; other catalogs
 (REST, Glue) are asked table by table. Parsed metadata is cached by location, so an unchanged table costs nothing.
 
-A state table (``lakegate.kind=state``) is read merge-on-read, with the same semantics as
+A state table (``lakegate.kind=state``) whose stamp covers its change log's position (kept with position deletes at
+every commit, issue 12, or just folded) is read as the plain Iceberg table it is. Otherwise it is read
+merge-on-read, with the same semantics as
 :func:`lakegate.connectors.iceberg.merge.apply`:
 the state table's rows whose key is not in the change-log tail after the
 state's stamp, plus the latest change per key of that tail unless it is a delete; a truncate in the tail removes
@@ -249,6 +251,10 @@ def view_sql(entry: LakeEntry, travel: TimeTravel | None = None, cached: Cached 
     state_snap = _state_snapshot(entry.table, position, travelling)
     state_stamp = (stamp_at(entry.table, state_snap) or ZERO) if state_snap is not None else ZERO
     state = stable_scan(entry.table, state_snap, travelling, cached) if state_snap is not None else ""
+    if state and position is not None and state_stamp >= position:
+        # the state table holds everything the change log does (kept with position deletes, or just folded):
+        # a plain Iceberg read, DuckDB applying the deletes
+        return f"SELECT {', '.join(quote(c) for c in entry.columns)} FROM {state}"
     return state_view_sql(entry, state, state_stamp, snapshot, travelling)
 
 
