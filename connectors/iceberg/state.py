@@ -28,6 +28,7 @@ from pyiceberg.table import Table, Transaction
 from lakegate.connectors.changes import OP
 from lakegate.connectors.errors import CommitConflict, LakeError
 from lakegate.connectors.iceberg import deletes, keyindex, merge
+from lakegate.connectors.iceberg.commits import guard_statistics
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
 from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
@@ -310,8 +311,6 @@ _GONE = DataFile.from_args(file_path="")
 
 def stream_rows(txn: Transaction, table: Table, rows: pa.Table) -> DataFileStream:
     """Write ``rows`` as data files; ``stream.files`` lists them in row order."""
-    from lakegate.connectors.iceberg.writer import guard_statistics  # writer will use this module
-
     guard_statistics(txn, rows)
     stream = DataFileStream(txn, table.io)
     try:

@@ -17,9 +17,10 @@ import pyarrow as pa
 
 from lakegate.connectors.changes import Position
 from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.rowdelta import transaction
 from lakegate.connectors.iceberg.state import StateTable
-from lakegate.connectors.iceberg.writer import LakeTable, stamp
+from lakegate.connectors.iceberg.writer import LakeTable
 
 log = logging.getLogger(__name__)
 
