@@ -216,4 +216,3 @@ def error_lines(
     lines.append(prefix + text_line)
     lines.append(" " * (len(prefix) + col - 1) + "^")
     return lines
-

@@ -15,10 +15,12 @@ from lakegate.gateway.catalog import LAKE, SYSTEM_SCHEMAS, Catalog
 from lakegate.gateway.errors import BadRequest, Unavailable
 
 PG_COLUMNS = """
-SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull
+SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+       pg_catalog.array_position(k.indkey::int2[], a.attnum)
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_index k ON k.indrelid = c.oid AND k.indisprimary
 WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp%%'
@@ -78,7 +80,8 @@ def pg_tables(
         raise Unavailable(f"cannot read the tables of PostgreSQL source {source!r}: {exc}") from exc
     kinds = catalog.tables(source)
     tables: dict[tuple[str, str], dict[str, Any]] = {}
-    for nsp, rel, column, typ, nullable in rows:
+    keys: dict[tuple[str, str], dict[str, int]] = {}
+    for nsp, rel, column, typ, nullable, key_position in rows:
         table = tables.setdefault(
             (nsp, rel),
             {
@@ -89,6 +92,10 @@ def pg_tables(
             },
         )
         table["columns"].append({"name": column, "type": typ, "nullable": nullable})
+        if key_position is not None:  # a column of the primary key, at this position in it
+            keys.setdefault((nsp, rel), {})[column] = key_position
+    for where, table in tables.items():
+        table["key"] = sorted(keys.get(where, {}), key=keys.get(where, {}).__getitem__)
     return list(tables.values())
 
 
@@ -148,8 +155,10 @@ def describe_table(catalog: Catalog, node: exp.Expression) -> pa.Table:
         ]
     else:
         found = pg_tables(catalog, ref.source, ref.schema, ref.name)
+        key = set(found[0]["key"]) if found else set()
         columns = [
-            (c["name"], c["type"], c["nullable"], False) for c in (found[0]["columns"] if found else [])
+            (c["name"], c["type"], c["nullable"], c["name"] in key)
+            for c in (found[0]["columns"] if found else [])
         ]
     return pa.table(
         {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import socket
 import sys
 import sysconfig
 import threading
@@ -86,12 +87,33 @@ def banner(settings: Settings, server: embedded.EmbeddedPostgres) -> str:
     )
 
 
+def port_taken(port: int, host: str = "127.0.0.1") -> str | None:
+    """Why ``port`` cannot be listened on (e.g. "Address already in use"), or None when it can."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
 def run(directory: str, port: int, rate: float) -> int:
     from lakegate.gateway.http import serve
     from lakegate.gateway.service import Gateway
     from lakegate.ingest.worker import Worker
     from lakegate.workload import Workload
 
+    taken = port_taken(port)
+    if taken is not None:  # said before anything starts (an embedded PostgreSQL takes seconds to start and stop)
+        free = next((p for p in range(port + 1, port + 50) if port_taken(p) is None), None)
+        hint = f" (port {free} is free)" if free is not None else ""
+        print(
+            f"lakegate demo: cannot use port {port} on 127.0.0.1 for the gateway: {taken}; is another demo or "
+            f"gateway running? Choose another port with --port{hint}, e.g. lakegate demo --port {free or port + 1}",
+            file=sys.stderr,
+        )
+        return 1
     root = Path(directory).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     log.info("starting the embedded PostgreSQL in %s", root / "pg")

@@ -97,8 +97,13 @@ def test_backslash_commands(env: Env) -> None:
     assert missing.returncode == 1 and 'Did not find any tables named "nothing*"' in missing.stderr
     described = run_sql(env, "-c", "\\d lake.public.users")
     assert 'Table "lake.public.users"' in described.stdout
-    assert " id            | long        | f        | t" in described.stdout
-    assert " registered_at | timestamptz | t        | f" in described.stdout
+    assert " id            | long        | not null\n" in described.stdout
+    assert " registered_at | timestamptz |\n" in described.stdout
+    assert described.stdout.endswith("Indexes:\n    PRIMARY KEY (id)\n\n")
+    pg_table = run_sql(env, "-c", "\\d pg.public.transaction_metadata").stdout  # the key as PostgreSQL has it
+    assert " transaction_id | bigint " in pg_table and pg_table.endswith(
+        "    PRIMARY KEY (transaction_id)\n\n"
+    )
     sources = run_sql(env, "-c", "\\l").stdout
     assert " lake   | lake" in sources and " pg     | postgres" in sources
     assert " pg     | public" in run_sql(env, "-c", "\\dn").stdout
@@ -177,6 +182,77 @@ def test_exit_statuses_like_psql(env: Env, tmp_path: Path) -> None:
     assert explicit.returncode == 0 and "7" in explicit.stdout
 
 
+def test_backslash_commands_inside_a_statement_and_the_query_buffer(env: Env, tmp_path: Path) -> None:
+    inside = run_sql(env, stdin="SELECT 1 AS one,\n\\x\n2 AS two;\n")  # psql runs \x, the statement goes on
+    assert (
+        inside.stdout == "-[ RECORD 1 ]\none | 1\ntwo | 2\n\n" and "Expanded display is on." in inside.stderr
+    )
+    quoted = run_sql(env, stdin="SELECT 'a\\x' AS t;\n")  # a backslash in a literal is no command
+    assert quoted.stdout == "  t\n-----\n a\\x\n(1 row)\n\n" and quoted.stderr == ""
+    out = tmp_path / "four.txt"
+    sent = run_sql(env, stdin=f"SELECT 3 AS three \\g\nSELECT 4 AS four \\g {out}\nSELECT 5 AS five;\n\\g\n")
+    assert sent.stdout.count(" three\n-------\n     3\n") == 1 and sent.stdout.count(" five\n------\n    5\n(1 row)") == 2
+    assert out.read_text() == " four\n------\n    4\n(1 row)\n\n" and "four" not in sent.stdout
+    empty = run_sql(env, stdin="\\g\n")
+    assert "\\g: there is no query to send" in empty.stderr
+
+    included = tmp_path / "inc.sql"
+    included.write_text("SELECT 6 AS six;\n\\x\n")
+    ran = run_sql(env, stdin=f"\\i {included}\nSELECT 7 AS seven;\n\\i {tmp_path / 'nope.sql'}\n")
+    assert " six\n-----\n   6\n" in ran.stdout and "-[ RECORD 1 ]\nseven | 7\n" in ran.stdout
+    assert "nope.sql: No such file or directory" in ran.stderr
+
+    seen = tmp_path / "seen.sql"
+    editor = tmp_path / "editor.py"  # an editor that keeps what it was given and writes a new query
+    editor.write_text(
+        "import shutil, sys\n"
+        f"shutil.copy(sys.argv[1], {str(seen)!r})\n"
+        "open(sys.argv[1], 'w').write('SELECT 9 AS nine;\\n')\n"
+    )
+    edited = run_sql(
+        env, stdin="SELECT 'draft' AS d\n\\e\n", extra_env={"EDITOR": f"{sys.executable} {editor}"}
+    )
+    assert seen.read_text() == "SELECT 'draft' AS d\n" and " nine\n------\n    9\n" in edited.stdout
+    assert "draft" not in edited.stdout
+
+
+def test_watch_and_expanded_auto(env: Env) -> None:
+    watched = run_sql(env, stdin="SELECT 10 AS ten \\watch 0.1 c=3\n")
+    assert watched.returncode == 0 and watched.stdout.count("(1 row)") == 3
+    assert watched.stdout.count("(every 0.1s)") == 3 and watched.stdout.count("  10\n") == 3
+    bad = run_sql(env, stdin="SELECT 1 \\watch soon\n")
+    assert 'invalid arguments "soon"' in bad.stderr
+    auto = run_sql(
+        env,
+        stdin="\\x auto\nSELECT 1 AS a;\nSELECT 'a rather long text value, wider than the terminal' AS t, 2 AS b;\n",
+        extra_env={"COLUMNS": "40"},
+    )
+    assert "Expanded display is used automatically." in auto.stderr
+    assert auto.stdout.startswith(" a\n---\n 1\n(1 row)\n\n")  # narrow: a table
+    assert "-[ RECORD 1 ]" in auto.stdout and "b | 2\n" in auto.stdout  # too wide: records
+    pset = run_sql(env, stdin="\\pset pager off\n\\pset border 2\n")
+    assert "Pager usage is off." in pset.stderr and '\\pset: unknown option "border"' in pset.stderr
+
+
+def test_pager_for_results_taller_than_the_terminal(env: Env, tmp_path: Path) -> None:
+    paged = tmp_path / "paged.txt"
+    pager = f"{sys.executable} -c \"import sys; open({str(paged)!r}, 'a').write(sys.stdin.read())\""
+    term = Terminal(env, tmp_path, {"LAKEGATE_PAGER": pager, "LINES": "10", "COLUMNS": "80"})
+    term.expect("lakegate=> ")
+    term.send("SELECT i FROM range(30) t(i);\n")
+    term.expect("lakegate=> ")
+    assert "(30 rows)" in paged.read_text() and "(30 rows)" not in term.seen
+    term.send("SELECT 1 AS short;\n")  # fits: no pager
+    term.expect("(1 row)")
+    term.send("\\pset pager off\n")
+    term.expect("Pager usage is off.")
+    term.send("SELECT i FROM range(30) t(i);\n")
+    term.expect("(30 rows)")
+    term.send("\\q\n")
+    assert term.wait() == 0
+    assert paged.read_text().count("(30 rows)") == 1 and "short" not in paged.read_text()
+
+
 def test_row_cap_notice(env: Env) -> None:
     result = run_sql(env, "--max-rows", "2", "-c", "SELECT id FROM lake.public.users ORDER BY id")
     assert result.returncode == 0 and "(2 rows)" in result.stdout
@@ -189,7 +265,7 @@ def test_row_cap_notice(env: Env) -> None:
 class Terminal:
     """``lakegate sql`` on a pseudo-terminal: what a person at a terminal sees and types."""
 
-    def __init__(self, env: Env, home: Path) -> None:
+    def __init__(self, env: Env, home: Path, extra: dict[str, str] | None = None) -> None:
         environ = {
             **os.environ,
             "LAKEGATE_URL": env.url,
@@ -197,6 +273,7 @@ class Terminal:
             "HOME": str(home),
             "TERM": "dumb",
             "PYTHONPATH": str(ROOT),
+            **(extra or {}),
         }
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: a session leader whose controlling terminal is the pty
@@ -277,5 +354,18 @@ def test_interactive_session_on_a_terminal(env: Env, tmp_path: Path) -> None:
     term.expect("lakegate=> ")
     term.send("\\q\n")
     assert term.wait() == 0
-    history = (tmp_path / ".lakegate_history").read_text()
-    assert "SELECT id,\n  email FROM pg.public.users WHERE id = 3;" in history.replace("\\012", "\n")
+    history = (tmp_path / ".lakegate_history").read_text().splitlines()  # one entry a line, as psql's file
+    assert history[0] == "SELECT id,\x01  email FROM pg.public.users WHERE id = 3;" and len(history) == 4
+
+    again = Terminal(env, tmp_path)  # the next session recalls the two-line statement as one entry
+    again.expect("lakegate=> ")
+    again.send("\x12email")  # Ctrl-R: search the history
+    again.expect("email")
+    again.send("\r")
+    again.expect("linus@example.com")
+    again.expect("(1 row)")
+    again.send("SELECT email FROM lake.public.us\t")  # Tab completes the table's name from /v1/schema
+    again.send(" WHERE id = 1;\n")
+    again.expect("ada@example.com")
+    again.send("\\q\n")
+    assert again.wait() == 0

@@ -48,7 +48,15 @@ def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(source),
+        ],
         check=True,
         capture_output=True,
         timeout=900,
@@ -99,7 +107,7 @@ def test_client_only_install_queries_a_gateway(client_venv: Path, env: Env) -> N
 @pytest.mark.slow
 def test_client_only_install_says_what_the_server_needs(client_venv: Path, env: Env, tmp_path: Path) -> None:
     config = tmp_path / "lakegate.toml"
-    config.write_text('[gateway]\nport = 1\n')
+    config.write_text("[gateway]\nport = 1\n")
     for command in (["serve", "--config", str(config)], ["demo", "--dir", str(tmp_path / "demo")]):
         done = _run(client_venv, env, str(client_venv / "bin" / "lakegate"), *command)
         assert done.returncode == 1, done
@@ -123,7 +131,17 @@ def test_lakegate_sql_loads_nothing_of_the_server(env: Env) -> None:
     modules = json.loads(done.stderr.strip().splitlines()[-1])
     ours = {m for m in modules if m.startswith("lakegate")}
     client = {"lakegate", "lakegate.cli", "lakegate.gateway"} | {
-        f"lakegate.gateway.{m}" for m in ("cli", "cli_format", "client", "client_sql", "client_types")
+        f"lakegate.gateway.{m}"
+        for m in (
+            "cli",
+            "cli_commands",
+            "cli_format",
+            "cli_readline",
+            "cli_session",
+            "client",
+            "client_sql",
+            "client_types",
+        )
     }
     assert ours <= client, sorted(ours - client)
     heavy = {"duckdb", "pyiceberg", "fastapi", "uvicorn", "psycopg", "sqlglot", "pandas", "click", "rich"}

@@ -65,6 +65,21 @@ def _processes_using(path: Path) -> list[psutil.Process]:
     return found
 
 
+def test_demo_on_a_busy_port_says_so_before_starting_anything(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "lakegate", "demo", "--dir", str(tmp_path / "demo"), "--port", str(port)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1, done
+    assert f"cannot use port {port} on 127.0.0.1" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr and "PostgreSQL" not in done.stderr + done.stdout
+    assert not (tmp_path / "demo").exists()  # nothing was started or created
+
+
 def _left_behind(root: Path, grace: float = 10.0) -> list[psutil.Process]:
     """Processes still using ``root`` after ``grace`` seconds (PostgreSQL's children may take a moment to exit
     after the postmaster has stopped, more so on a loaded machine)."""
