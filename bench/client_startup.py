@@ -7,7 +7,7 @@ Then the heaviest imports of the command in each environment (``python -X import
 time goes. Usage::
 
     pip install -e '.[bench]'
-    python -m bench.client_startup [--runs 15] [--client-venv DIR]   # DIR is created when missing
+    python -m bench.client_startup [--runs 15] [--client-venv DIR] [--also NAME=PYTHON]  # DIR made if missing
 """
 
 from __future__ import annotations
@@ -128,6 +128,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--client-venv", type=Path, help="client-only environment (default: a temporary one)")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=PYTHON",
+        help="another environment's interpreter to measure, e.g. an install of an earlier version",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lakegate-startup-"))
     server = start_postgres(root)
@@ -136,6 +143,7 @@ def main() -> None:
         envs = {"full install": Path(sys.executable)}
         venv = client_venv(args.client_venv or root / "client-venv")
         envs["client-only install"] = venv / "bin" / "python"
+        envs |= {name: Path(python) for name, _, python in (a.partition("=") for a in args.also)}
         print(f"lakegate sql -c 'SELECT 1' against {url}: median of {args.runs} runs, seconds (wall / CPU)\n")
         print(f"{'environment':<22} {'python -c pass':>16} {'lakegate sql':>16} {'site-packages':>14}")
         for name, python in envs.items():
