@@ -115,7 +115,7 @@ class Connection:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http_timeout = httpx.Timeout(http_timeout, connect=10.0)
         self._tls: ssl.SSLContext | None = None
-        self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=self._http_timeout)
+        self._shared: httpx.Client | None = None  # for schema(), status(), explain(); made on first use
         self._cursors: weakref.WeakSet[Cursor] = weakref.WeakSet()
         self._closed = False
         self._lock = threading.Lock()
@@ -133,7 +133,8 @@ class Connection:
             self._closed = True
             for cursor in list(self._cursors):
                 cursor.close()
-            self._http.close()
+            if self._shared is not None:
+                self._shared.close()
 
     @property
     def closed(self) -> bool:
@@ -197,16 +198,33 @@ class Connection:
             raise error_from_body(response.status_code, response.content)
         return response
 
+    @property
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._shared is None:
+                self._shared = httpx.Client(
+                    base_url=self.url,
+                    headers=self._headers,
+                    timeout=self._http_timeout,
+                    verify=self._verify(),
+                )
+        return self._shared
+
+    def _verify(self) -> ssl.SSLContext | bool:
+        """TLS verification: one context per connection for https (building one costs ~60 ms of CPU, which
+        httpx would spend again for every client), none for plain http (redirects are not followed)."""
+        if not self.url.startswith("https://"):
+            return False
+        if self._tls is None:
+            self._tls = ssl.create_default_context(cafile=certifi.where())  # certifi's roots, as httpx's own
+        return self._tls
+
     def _cursor_http(self) -> httpx.Client:
         """A cursor's own HTTP client: one connection, whose socket :meth:`Cursor.cancel` can shut down from
         another thread without touching the queries of other cursors."""
         with self._lock:
-            if self._tls is None and self.url.startswith("https://"):
-                # one per connection (building one costs ~10 ms); certifi's roots, as httpx's own default
-                self._tls = ssl.create_default_context(cafile=certifi.where())
-        transport = httpx.HTTPTransport(
-            verify=self._tls if self._tls is not None else True, limits=httpx.Limits(max_connections=1)
-        )
+            verify = self._verify()
+        transport = httpx.HTTPTransport(verify=verify, limits=httpx.Limits(max_connections=1))
         return httpx.Client(
             base_url=self.url, headers=self._headers, timeout=self._http_timeout, transport=transport
         )
