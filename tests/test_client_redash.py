@@ -310,6 +310,18 @@ def test_errors_in_redash_point_into_the_users_sql(env: Env, standin_runner: Any
     with pytest.raises(flow.QueryExecutionError) as syntax:
         flow.execute(runner, "SELECT *\nFROM pg.public.users WHERE")
     assert str(syntax.value).count("line 2") == 1 and "column 22" in str(syntax.value), str(syntax.value)
+    with pytest.raises(flow.QueryExecutionError) as first_line:  # line 1 shares its line with the comment
+        flow.execute(runner, "SELECT * FROM pg.public.users WHERE")
+    message = str(first_line.value)
+    assert message.count("line 1") == 1 and "column 31" in message, message  # where WHERE starts
+    assert "sqlglot" not in message and "<class" not in message, message
+    for sql in ("SELECT 1 AS one;", "SELECT 1 AS one -- a comment", "SELECT 1 AS one /* a comment */ ;"):
+        assert flow.execute(runner, sql)["rows"] == [{"one": 1}], sql  # the annotation after any ending
+    assert flow.execute(runner, "SELECT 1 AS one", username="a */ DROP TABLE x; /*")["rows"] == [{"one": 1}]
+    with pytest.raises(flow.QueryExecutionError) as forbidden:
+        flow.execute(runner, "DELETE FROM pg.public.users")
+    assert str(forbidden.value).startswith("forbidden: ") and "DELETE" in str(forbidden.value)
+    assert "/*" not in str(forbidden.value), str(forbidden.value)  # the guard names the statement
 
 
 # ----------------------------------------------------------------------------------------- provisioning

@@ -165,6 +165,13 @@ def schema_tables(listing: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(tables, key=lambda t: t["name"])
 
 
+def annotated(query: str, metadata: dict[str, Any]) -> str:
+    """``query`` with Redash's metadata as a comment on a line of its own after it (a ``*/`` or ``/*`` in a value
+    can neither end the comment early nor open a nested one)."""
+    annotation = ", ".join(f"{k}: {v}" for k, v in metadata.items()).replace("*/", "* /").replace("/*", "/ *")
+    return f"{query.rstrip()}\n/* {annotation} */"
+
+
 # ------------------------------------------------------------------------------------------------ HTTP
 
 
@@ -269,7 +276,12 @@ if BaseSQLQueryRunner is not None:
 
     class Lakegate(BaseSQLQueryRunner):
         noop_query = "SELECT 1"
-        should_annotate_query = True  # the gateway accepts Redash's leading /* ... */ comment
+        should_annotate_query = True
+
+        def annotate_query(self, query: str, metadata: dict[str, Any]) -> str:
+            """Redash's comment (who ran the query, which job) after the query rather than before it: the
+            gateway's log keeps it, and every line and column in an error is the user's own."""
+            return annotated(query, metadata)
 
         def __init__(self, configuration: dict[str, Any]) -> None:
             super().__init__(configuration)
