@@ -14,7 +14,6 @@ import json
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 NUMERIC_TEXT = b"lakegate.numeric"
 #: How PostgreSQL's and DuckDB's ±infinity travel in Arrow: the largest value of the storage type and its negation.
@@ -267,6 +266,8 @@ def _unholdable(field: pa.Field, exc: Exception) -> DataError:
 
 def infinities(column: pa.Array) -> tuple[pa.Array, pa.Array] | None:
     """Masks of +infinity and -infinity in a timestamp or date32 column, or None when it has neither."""
+    import pyarrow.compute as pc  # here, not at the top: ~50 ms of start-up that a query without times never needs
+
     storage = pa.int64() if pa.types.is_timestamp(column.type) else pa.int32()
     raw = column.cast(storage)
     top = INFINITY[storage]
@@ -287,6 +288,8 @@ def temporal_values(column: pa.Array, field: pa.Field) -> list[Any]:
         except (ValueError, OverflowError, pa.ArrowException) as exc:
             raise _unholdable(field, exc) from exc
     positive, negative = masks
+    import pyarrow.compute as pc
+
     finite = pc.if_else(pc.or_(positive, negative), pa.scalar(None, column.type), column)
     try:
         values = finite.to_pylist()
@@ -313,6 +316,8 @@ def check_times(column: pa.Array, field: pa.Field) -> None:
     :class:`DataError` instead of a wrong value."""
     if not pa.types.is_time(column.type) or not len(column):
         return
+    import pyarrow.compute as pc
+
     unit = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 0.001}[column.type.unit]
     largest = pc.max(column.cast(pa.int64())).as_py()
     if largest is not None and largest * unit >= DAY_MICROS:
