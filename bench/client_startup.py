@@ -39,7 +39,7 @@ def start_gateway(root: Path, dsn: str) -> tuple[subprocess.Popen[bytes], str]:
     config = root / "lakegate.toml"
     config.write_text(
         f'[lake]\ncatalog_uri = "sqlite:///{root}/catalog.db"\nwarehouse = "{root}/warehouse"\n'
-        f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\n[gateway]\nport = {port}\n'
+        f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\nallow_privileged_role = true\n[gateway]\nport = {port}\n'
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "lakegate", "serve", "--config", str(config)],

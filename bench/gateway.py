@@ -101,7 +101,7 @@ class Gateway:
         config = root / f"lakegate-{cache_bytes}.toml"
         config.write_text(
             f'[lake]\ncatalog_uri = "sqlite:///{root}/catalog.db"\nwarehouse = "{root}/warehouse"\n'
-            f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\n'
+            f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\nallow_privileged_role = true\n'
             f'[gateway]\nport = {self.port}\nmax_rows = 2000000\ntimeout = "600s"\nworkers = 8\n'
             f'max_result_bytes = "4GiB"\ncache_bytes = "{cache_bytes}"\n'
         )

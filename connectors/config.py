@@ -67,6 +67,11 @@ class SourceSettings:
     replicate: list[str] = setting("Tables kept in the lake, as schema.table; [] = query-only.", list)
     slot: str = setting("Logical replication slot name (default lakegate_<name>).", "")
     publication: str = setting("Publication name (default lakegate_<name>).", "")
+    allow_privileged_role: bool = setting(
+        "Let 'lakegate serve' use this DSN although its role is more than a reader (superuser, owner or writer "
+        "of tables, member of pg_read_server_files ...); it then warns at every start and in /v1/status.",
+        False,
+    )
 
     def __post_init__(self) -> None:
         self.slot = self.slot or f"lakegate_{self.name}"

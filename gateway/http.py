@@ -259,6 +259,11 @@ class _Server(uvicorn.Server):
 def serve(gateway: Gateway) -> None:
     """``lakegate serve``: run ``gateway`` (not opened yet) over HTTP until SIGTERM/SIGINT."""
     check_bind(gateway.config)
+    try:
+        gateway.check_roles()
+    except BaseException:
+        gateway.close()
+        raise
     app = create_app(gateway, own_gateway=True)
     _Server(server_config(app, gateway.config)).run()
 

@@ -21,15 +21,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakegate.connectors.config import LakeSettings, SourceSettings
+from lakegate.connectors.config import LakeSettings, SettingsError, SourceSettings
 from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
-from lakegate.connectors.postgres.engine import PostgresEngine
+from lakegate.connectors.postgres.engine import PostgresEngine, privileged_message
 from lakegate.connectors.query import QueryError
 from lakegate.gateway import parse as parse_mod
 from lakegate.gateway.cache import LakeCache, Lease
 from lakegate.gateway.catalog import POSTGRES, Catalog
 from lakegate.gateway.config import GatewaySettings
-from lakegate.gateway.errors import BadRequest, GatewayError, Unavailable
+from lakegate.gateway.errors import BadRequest, Forbidden, GatewayError, Unavailable
 from lakegate.gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from lakegate.gateway.guard import Guard
 from lakegate.gateway.lake import Lake
@@ -100,6 +100,7 @@ class Gateway:
         self._guard: Guard | None = None
         self._executions: set[Execution] = set()
         self._lake_names: frozenset[tuple[str, str]] = frozenset()
+        self.warnings: list[str] = []  #: shown in /v1/status (a source role allowed to be privileged)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -111,6 +112,31 @@ class Gateway:
         self._guard = Guard(self.duckdb.functions(), frozenset(self.config.allow_functions))
         self._fit_cache()
         return self
+
+    def check_roles(self) -> None:
+        """``lakegate serve``: every source's role must be a plain reader, unless the source sets
+        ``allow_privileged_role`` (then a warning, at every start and in ``/v1/status``). A source that cannot
+        be reached now is checked by every session it opens later."""
+        for source in self.sources:
+            engine = self.postgres[source.name]
+            try:
+                role, problems = engine.role()
+            except QueryError as exc:
+                log.warning("cannot check the role of source %s now (%s); each new session will be", source.name, exc)
+                role, problems = "", []
+            finally:
+                engine.readers_only = not source.allow_privileged_role  # from now on, every new session
+            if not problems:
+                continue
+            message = privileged_message(source.name, role, problems)
+            if not source.allow_privileged_role:
+                raise SettingsError(message)
+            warning = (
+                f"source {source.name!r}: allow_privileged_role = true and the role {role!r} is "
+                f"{'; '.join(problems)}"
+            )
+            log.warning("%s", warning)
+            self.warnings.append(warning)
 
     def _fit_cache(self) -> None:
         """In-memory tables count against DuckDB's memory limit: the cache takes at most half of it."""
@@ -262,6 +288,15 @@ class Gateway:
         missing = needed & set(self.duckdb.unavailable)
         if not missing:
             return False
+        for name in sorted(missing):  # attached only once its role is known to be a plain reader
+            engine = self.postgres[name]
+            if engine.readers_only:
+                try:
+                    role, problems = engine.role()
+                except QueryError as exc:
+                    raise engine_error(exc) from exc
+                if problems:
+                    raise Forbidden(privileged_message(name, role, problems))
         if not self.duckdb.reopen():
             raise Unavailable(
                 f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
@@ -359,6 +394,8 @@ class Gateway:
     def status(self) -> dict[str, Any]:
         out = lake_status(self.catalog, {s.name: s.slot for s in self.sources})
         out["cache"] = self.cache_figures()
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     def cache_figures(self) -> dict[str, Any]:

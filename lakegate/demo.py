@@ -7,6 +7,7 @@ resumes from the data the first one left.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shlex
 import socket
@@ -37,8 +38,12 @@ def sql_dir() -> Path:
     raise FileNotFoundError("the demo's sql/schema.sql is not installed; reinstall lakegate")
 
 
+GATEWAY_ROLE = "lakegate_gateway"
+
+
 def prepare_database(server: embedded.EmbeddedPostgres) -> str:
-    """Create the demo database, schema and seed data (once); returns its DSN."""
+    """Create the demo database, schema and seed data (once), and the gateway's read-only role
+    (``sql/gateway_role.sql``); returns the DSN of the tables' owner (the ingest's role)."""
     with psycopg.connect(server.dsn(), autocommit=True) as admin:
         if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
             admin.execute(f'CREATE DATABASE "{DATABASE}"')
@@ -50,6 +55,7 @@ def prepare_database(server: embedded.EmbeddedPostgres) -> str:
         if users == 0:
             conn.execute((folder / "seed.sql").read_text())
             log.info("seeded the demo database with users, transactions and their metadata")
+        conn.execute((folder / "gateway_role.sql").read_text())
     return dsn
 
 
@@ -124,13 +130,15 @@ def run(directory: str, port: int, rate: float) -> int:
     try:
         dsn = prepare_database(server)
         settings = demo_settings(root, dsn, port)
+        # the gateway reads through the read-only role, the ingest through the tables' owner
+        readers = [dataclasses.replace(s, dsn=server.dsn(DATABASE, user=GATEWAY_ROLE)) for s in settings.sources]
         worker = Worker(settings.lake, settings.sources[0], settings.ingest)
         worker_thread = threading.Thread(target=worker.run, name="lakegate-ingest", daemon=True)
         worker_thread.start()
         workload = Workload(dsn, rate)
         workload.start()
         print(banner(settings, server), flush=True)
-        serve(Gateway(settings.lake, settings.sources, settings.gateway))  # until Ctrl-C / SIGTERM
+        serve(Gateway(settings.lake, readers, settings.gateway))  # until Ctrl-C / SIGTERM
         return 0
     finally:
         log.info("stopping the demo")

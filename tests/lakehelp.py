@@ -27,7 +27,8 @@ from lakegate.ingest.worker import Worker
 def make_settings(dsn: str, lake_dir: Path, tables: list[str], **ingest: Any) -> settings_mod.Settings:
     data = {
         "lake": {"catalog_uri": f"sqlite:///{lake_dir}/catalog.db", "warehouse": str(lake_dir / "warehouse")},
-        "sources": [{"name": "pg", "dsn": dsn, "replicate": tables}],
+        # the test server's role is its superuser: 'lakegate serve' accepts it only when told to
+        "sources": [{"name": "pg", "dsn": dsn, "replicate": tables, "allow_privileged_role": True}],
         "ingest": {"commit_interval": "0.2s", **ingest},
     }
     import tomllib  # noqa: F401  (settings are built the way a file would be read)

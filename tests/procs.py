@@ -30,7 +30,7 @@ def write_config(settings: settings_mod.Settings, path: Path) -> Path:
         lines += ["", "[[sources]]"]
         lines += [
             f"{k} = {toml_value(getattr(src, k))}"
-            for k in ("name", "kind", "dsn", "replicate", "slot", "publication")
+            for k in ("name", "kind", "dsn", "replicate", "slot", "publication", "allow_privileged_role")
         ]
     lines += ["", "[ingest]"]
     for key in ("commit_interval", "max_batch_rows", "fold_interval", "fold_rows", "unbounded_numeric"):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import glob
 import json
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,9 +22,12 @@ import psycopg
 import pyarrow as pa
 import pytest
 
+from lakegate.connectors.config import SourceSettings
 from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import PERMISSION, QueryError
+from lakegate.gateway.config import GatewaySettings
+from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import (
     FIXTURES,
     LiveServer,
@@ -250,5 +255,82 @@ def test_postgres_sessions_carry_nothing_from_one_query_to_the_next(
         ).fetchone()  # type: ignore[misc]
         assert locks == 0
         assert engine.fetch("SHOW search_path")[0] == ("pg_catalog,pg_temp",)
+    finally:
+        engine.close()
+
+
+def test_the_source_role_is_checked_at_start(
+    env: tuple[LiveServer, psycopg.Connection], pg_server: Any, tmp_path: Path
+) -> None:
+    """'lakegate serve' accepts the suite's read-only role, refuses (exit 2, the key named) a superuser, a writer
+    or a member of pg_read_server_files unless allow_privileged_role, and then warns at start and in status."""
+    live, admin = env
+    gateway = live.gateway
+    gateway.sources[0].allow_privileged_role = False
+    gateway.check_roles()  # the suite's role only reads
+    assert gateway.warnings == [] and "warnings" not in gateway.status()
+    reader = gateway.sources[0].dsn
+    writer, member = (f"gw_{kind}_{uuid.uuid4().hex[:6]}" for kind in ("writer", "member"))
+    admin.execute(f"CREATE ROLE {writer} LOGIN")
+    admin.execute(f"GRANT SELECT, UPDATE ON public.secrets TO {writer}")
+    admin.execute(f"CREATE ROLE {member} LOGIN IN ROLE pg_read_server_files")
+    dbname = psycopg.conninfo.conninfo_to_dict(reader)["dbname"]
+    try:
+        for user, problem in (
+            ("postgres", "a superuser"),
+            (writer, "allowed to write to, public.secrets"),
+            (member, "a member of pg_read_server_files"),
+        ):
+            dsn = pg_server.dsn(str(dbname), user=user)
+            config = tmp_path / f"{user}.toml"
+            config.write_text(
+                f'[lake]\ncatalog_uri = "sqlite:///{tmp_path}/c.db"\nwarehouse = "{tmp_path}/w"\n'
+                f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\n'
+            )
+            result = subprocess.run(
+                [sys.executable, "-m", "lakegate", "serve", "--config", str(config)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert result.returncode == 2, result.stderr
+            assert problem in result.stderr and "allow_privileged_role = true" in result.stderr, result.stderr
+            allowed = Gateway(
+                live.gateway.lake.settings,
+                [SourceSettings(name="pg", dsn=dsn, allow_privileged_role=True)],
+                GatewaySettings(),
+            )
+            try:
+                allowed.check_roles()
+                assert len(allowed.warnings) == 1 and problem in allowed.warnings[0]
+                assert allowed.status()["warnings"] == allowed.warnings
+            finally:
+                allowed.close()
+    finally:
+        admin.execute(f"DROP OWNED BY {writer}")
+        admin.execute(f"DROP ROLE {writer}")
+        admin.execute(f"DROP ROLE {member}")
+
+
+def test_a_role_granted_more_after_start_is_refused_by_its_next_session(
+    env: tuple[LiveServer, psycopg.Connection],
+) -> None:
+    live, admin = env
+    source = live.gateway.sources[0]
+    role = psycopg.conninfo.conninfo_to_dict(source.dsn)["user"]
+    engine = PostgresEngine("pg", source.dsn, pool_size=1)
+    engine.readers_only = True
+    try:
+        assert engine.fetch("SELECT 1") == [(1,)]
+        admin.execute(f"GRANT pg_read_server_files TO {role}")
+        try:
+            engine.close()
+            engine = PostgresEngine("pg", source.dsn, pool_size=1, connect_timeout=2)
+            engine.readers_only = True
+            with pytest.raises(QueryError, match="pg_read_server_files") as caught:
+                engine.fetch("SELECT 1")
+            assert caught.value.kind == PERMISSION
+        finally:
+            admin.execute(f"REVOKE pg_read_server_files FROM {role}")
     finally:
         engine.close()

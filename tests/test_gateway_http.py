@@ -463,7 +463,8 @@ def test_lakegate_serve_runs_the_contract(pg_dsn: str, lake_dir: Path, tmp_path:
     config = tmp_path / "lakegate.toml"
     config.write_text(
         f'[lake]\ncatalog_uri = "sqlite:///{lake_dir}/catalog.db"\nwarehouse = "{lake_dir}/wh"\n'
-        f'[[sources]]\nname = "pg"\ndsn = "{pg_dsn}"\n[gateway]\nport = {port}\ntokens = ["{TOKEN}"]\n'
+        f'[[sources]]\nname = "pg"\ndsn = "{pg_dsn}"\nallow_privileged_role = true\n'
+        f'[gateway]\nport = {port}\ntokens = ["{TOKEN}"]\n'
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "lakegate", "serve", "--config", str(config)],
