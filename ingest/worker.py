@@ -29,6 +29,7 @@ from lakegate.connectors.changes import (
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import SchemaChangeError, SourceConfigError, TransientError
 from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg import registry
 from lakegate.connectors.iceberg.evolution import STORAGE
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres.cdc import Flush, PostgresSource
@@ -132,13 +133,18 @@ class Worker:
             name=self.src.name,
         )
         source.on_table_failed = self._table_failed
+        source.on_table_gone = self._table_gone
         self.source = source
         try:
-            schemas = source.prepare()  # takes the lease first: nothing below runs beside another worker
+            record = registry.read(self.catalog, self.src.name)
+            schemas = source.prepare(record)  # takes the lease first: nothing below runs beside another worker
             self.leased.set()
-            self._open_lake(schemas, source)
+            for ref, why in source.missing.items():
+                self._table_gone(ref, why)
+            self._open_lake(schemas, source, record)
             self._snapshot(source)
-            checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.refs}
+            registry.write(self.catalog, self.src.name, {ref: t.oid for ref, t in source.source_tables.items()})
+            checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.lake}
             source.start({ref: cp for ref, cp in checkpoints.items() if cp is not None})
             self.streaming.set()
             self._stream(source)
@@ -149,19 +155,46 @@ class Worker:
 
     # ------------------------------------------------------------------------------------------ snapshot
 
-    def _open_lake(self, schemas: dict[TableRef, TableSchema], source: PostgresSource) -> None:
-        for ref in self.refs:
-            table = LakeTable(self.catalog, schemas[ref], source=self.src.name)
+    def _open_lake(
+        self, schemas: dict[TableRef, TableSchema], source: PostgresSource, record: dict[TableRef, int] | None
+    ) -> None:
+        self.lake = {}
+        for ref, schema in schemas.items():
+            oid = source.source_tables[ref].oid
+            table = LakeTable(self.catalog, schema, source=self.src.name)
             existed = table.load()
+            if not existed and record:
+                existed = self._follow_rename(table, ref, oid, record)
             table.create()
             if existed and table.checkpoint() is not None:
-                table.adopt(schemas[ref], source.column_facts(ref)[1])
+                table.adopt(schema, source.column_facts(ref)[1])
+                if record is not None and ref not in record and oid not in record.values():
+                    log.warning(
+                        "%s was left out of 'replicate' for a while: its changes of that time were not streamed, "
+                        "so it is copied again",
+                        ref,
+                    )
+                    self.recopy.add(ref)
             self.lake[ref] = table
+
+    def _follow_rename(self, table: LakeTable, ref: TableRef, oid: int, record: dict[TableRef, int]) -> bool:
+        """``replicate`` names a table the lake knows under its old name (same oid): rename the lake tables."""
+        old = next((r for r, o in record.items() if o == oid and r != ref), None)
+        if old is None or not LakeTable(self.catalog, TableSchema(old, ())).load():
+            return False
+        table.rename_from(old)
+        log.info("lake tables of %s renamed to %s, as the table is called in PostgreSQL (history kept)", old, ref)
+        return table.load()
+
+    def _table_gone(self, ref: TableRef, why: str) -> None:
+        if self.status[ref].failed is None:
+            log.error("%s; the lake keeps it as it was, the other tables go on", why)
+        self.status[ref].failed = why
 
     def _snapshot(self, source: PostgresSource) -> None:
         slot_exists = source.slot_exists()
         if not slot_exists:
-            need = list(self.refs)
+            need = list(self.lake)
             stale = [ref for ref in need if self.lake[ref].checkpoint() is not None]
             if stale:
                 log.warning(
@@ -171,8 +204,8 @@ class Worker:
                     ", ".join(map(str, stale)),
                 )
         else:
-            need = [ref for ref in self.refs if self.lake[ref].checkpoint() is None]
-            need += [ref for ref in self.refs if ref in self.recopy and ref not in need]
+            need = [ref for ref in self.lake if self.lake[ref].checkpoint() is None]
+            need += [ref for ref in self.lake if ref in self.recopy and ref not in need]
         if not need:
             return
         for ref, position, snapshot_ts, chunks in source.snapshot(need, create_slot=not slot_exists):

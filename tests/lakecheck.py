@@ -17,11 +17,18 @@ from tests.lakehelp import _assert_same, arrow_rows, assert_lake_equals_source, 
 
 
 def assert_readers_equal_source(
-    conn: psycopg.Connection, settings: settings_mod.Settings, name: str, *, gateway: Gateway | None = None
+    conn: psycopg.Connection,
+    settings: settings_mod.Settings,
+    name: str,
+    *,
+    source: str | None = None,
+    gateway: Gateway | None = None,
 ) -> None:
-    """The lake equals the source through every reader (call with the worker stopped: this folds)."""
-    table = assert_lake_equals_source(conn, settings, name)
-    ref = TableRef.parse(name)
+    """The lake table ``name`` equals the source table (``source``, default the same name) through every reader
+    (call with the worker stopped: this folds)."""
+    table = assert_lake_equals_source(conn, settings, name, source)
+    ref = TableRef.parse(source or name)
+    lake_ref = TableRef.parse(name)
     present = [
         r[0]
         for r in conn.execute(
@@ -32,7 +39,7 @@ def assert_readers_equal_source(
     ]
     lake_schema = table.changelog.schema().as_arrow()
     columns = [c for c in present if c in lake_schema.names]
-    expected = source_rows(conn, name, pa.schema([lake_schema.field(c) for c in columns]), table.schema.key)
+    expected = source_rows(conn, str(ref), pa.schema([lake_schema.field(c) for c in columns]), table.schema.key)
     if table.state is not None:  # a plain Iceberg reader of the state table, once folded
         table.fold()
         table.refresh()
@@ -43,7 +50,7 @@ def assert_readers_equal_source(
     try:
         quoted = ", ".join(sql.Identifier(c).as_string() for c in columns)
         target = "" if table.state is not None else "__changelog"
-        result = gw.query(f"SELECT {quoted} FROM lake.{ref.schema}.{ref.name}{target}").table
+        result = gw.query(f"SELECT {quoted} FROM lake.{lake_ref.schema}.{lake_ref.name}{target}").table
         if table.state is not None:
             got = sorted(rows_of(result), key=repr)
             want = sorted(_pg_canon(conn, ref, columns, lake_schema), key=repr)

@@ -201,11 +201,12 @@ def arrow_rows(table: pa.Table, columns: list[str]) -> list[tuple]:
 
 
 def assert_lake_equals_source(
-    conn: psycopg.Connection, settings: settings_mod.Settings, name: str
+    conn: psycopg.Connection, settings: settings_mod.Settings, name: str, source: str | None = None
 ) -> LakeTable:
-    """The merged state and the replayed change log both equal the source table, row by row."""
+    """The merged state and the replayed change log both equal the source table (``source``, default the same
+    name), row by row."""
     table = lake_table(settings, name)
-    ref = TableRef.parse(name)
+    ref = TableRef.parse(source or name)
     present = {
         r[0]
         for r in conn.execute(
@@ -219,7 +220,7 @@ def assert_lake_equals_source(
         if not f.name.startswith("_") and f.name in present
     ]
     source_schema = pa.schema([table.changelog.schema().as_arrow().field(c) for c in columns])
-    expected = source_rows(conn, name, source_schema, table.schema.key)
+    expected = source_rows(conn, str(ref), source_schema, table.schema.key)
     state = table.current()
     _assert_same(arrow_rows(state, columns), expected, f"state of {name}")
     changelog = table.changelog.scan().to_arrow()

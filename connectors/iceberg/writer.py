@@ -169,6 +169,20 @@ class LakeTable:
             except Exception:
                 raise LakeError(f"cannot create the lake namespace {self.namespace!r}: {exc}") from exc
 
+    def rename_from(self, old: TableRef) -> None:
+        """Rename the lake tables of ``old`` to this table's names (Iceberg keeps snapshots and history). Each of
+        the two renames is skipped when already done, so an interrupted rename completes on the next call."""
+        self._ensure_namespace()
+        new_state, new_changelog = self.identifiers()
+        pairs = ((f"{old.schema}.{old.name}", new_state), (f"{old}{CHANGELOG_SUFFIX}", new_changelog))
+        for before, after in pairs:
+            try:
+                self.catalog.rename_table(before, after)
+            except NoSuchTableError:
+                continue
+            except Exception as exc:  # whatever the catalog implementation raises
+                raise LakeError(f"cannot rename lake table {before} to {after}: {exc}") from exc
+
     def drop(self) -> None:
         for ident in self.identifiers():
             with contextlib.suppress(NoSuchTableError):

@@ -95,6 +95,11 @@ class PostgresSource:
         self.types: TypeCatalog = introspect.type_catalog(self.sql)
         self.source_tables: dict[TableRef, SourceTable] = {}
         self.tables: dict[TableRef, _Table] = {}
+        self._by_oid: dict[int, _Table] = {}
+        #: replicated tables that do not exist in the source (-> why), and those dropped while streaming
+        self.missing: dict[TableRef, str] = {}
+        self.dropped: set[TableRef] = set()
+        self._told_renamed: dict[TableRef, TableRef] = {}
         #: storage fingerprint of each table as of its snapshot (see introspect.storage_of)
         self.snapshot_storage: dict[TableRef, str] = {}
         self._by_relid: dict[int, _Table | None] = {}
@@ -111,25 +116,75 @@ class PostgresSource:
         self._received = 0
         self._last_status = 0.0
         self.on_table_failed: Callable[[TableRef, Exception], None] | None = None
+        self.on_table_gone: Callable[[TableRef, str], None] | None = None
 
     # ---------------------------------------------------------------------------------------------- prepare
 
-    def prepare(self) -> dict[TableRef, TableSchema]:
-        """Check the server and tables, make the publication match ``tables``; returns each table's lake schema."""
+    def prepare(self, known: dict[TableRef, int] | None = None) -> dict[TableRef, TableSchema]:
+        """Check the server and tables, make the publication match them; returns each table's lake schema.
+
+        ``known``: the oids the lake recorded for the tables; a table renamed in the source is found by it (and
+        kept under the name in ``replicate``, which is the lake's). Tables that no longer exist are left out and
+        listed in :attr:`missing`."""
         with translated("take the worker's lease on the source"):
             lease.acquire(self.sql, self.slot, self.name)
         with translated("read the source's catalog"):
             introspect.check_server(self.sql)
-            self.source_tables = introspect.check_tables(self.sql, self.refs)
-            sync_publication(self.sql, self.publication, self.refs)
+            found = introspect.check_tables(self.sql, self.refs, known)
+            self.source_tables, self.missing = found.found, found.missing
+            sync_publication(self.sql, self.publication, [t.ref for t in self.source_tables.values()])
         schemas = {}
         for ref, table in self.source_tables.items():
+            if table.ref != ref:
+                self._renamed(ref, table.ref)
             schema, codecs = introspect.lake_schema(
                 ref, table.columns, table.key, self.types, self.unbounded_numeric
             )
             schemas[ref] = schema
             self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
+            self._by_oid[table.oid] = self.tables[ref]
         return schemas
+
+    def _renamed(self, ref: TableRef, now: TableRef) -> None:
+        """Tell (once) that the table ``ref`` of the lake is called ``now`` in the source."""
+        if self._told_renamed.get(ref) == now:
+            return
+        self._told_renamed[ref] = now
+        log.warning(
+            "table %s is called %s in PostgreSQL now (renamed: same table). The lake keeps following it as "
+            "%s; put %s in 'replicate' in place of %s and on the next start the lake tables are renamed too, "
+            "history kept, without a copy",
+            ref,
+            now,
+            ref,
+            now,
+            ref,
+        )
+        self.source_tables[ref] = dataclasses.replace(self.source_tables[ref], ref=now)
+
+    def watch_catalog(self) -> None:
+        """Notice renames and drops of the replicated tables, which the stream does not carry."""
+        oids = {t.oid: ref for ref, t in self.source_tables.items() if ref not in self.dropped}
+        if not oids:
+            return
+        rows = self.sql.execute(
+            "SELECT c.oid::int8, n.nspname, c.relname FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ANY(%s::oid[])",
+            (list(oids),),
+        ).fetchall()
+        present = {oid: TableRef(schema, name) for oid, schema, name in rows}
+        for oid, ref in oids.items():
+            if oid not in present:
+                self.dropped.add(ref)
+                log.error(
+                    "table %s was dropped in PostgreSQL: the lake keeps it as it was (its last change is in); "
+                    "the other tables go on. Take it out of 'replicate'",
+                    ref,
+                )
+                if self.on_table_gone is not None:
+                    self.on_table_gone(ref, f"table {ref} was dropped in PostgreSQL")
+            elif present[oid] != self.source_tables[ref].ref:
+                self._renamed(ref, present[oid])
 
     def column_facts(self, ref: TableRef) -> tuple[list[introspect.Attribute], str]:
         """The table's live columns (attnums, missing values) and its storage fingerprint, as the catalog has
@@ -338,11 +393,11 @@ class PostgresSource:
                 )
 
     def _relation(self, msg: pgoutput.Relation) -> None:
-        ref = TableRef(msg.namespace, msg.name)
-        table = self.tables.get(ref)
+        table = self._by_oid.get(msg.relid)  # by oid: a renamed table is still the same table
         self._by_relid[msg.relid] = table
         if table is None:
             return
+        ref = table.ref
         try:
             schema, codecs = self._relation_schema(ref, msg)
         except SourceConfigError as exc:
@@ -442,9 +497,10 @@ class PostgresSource:
             self._last_status = time.monotonic()
 
     def check_session(self) -> None:
-        """The SQL session holds the worker's lease: if it died, stop (the retry takes the lease again)."""
+        """The SQL session holds the worker's lease: if it died, stop (the retry takes the lease again). Also
+        looks for renamed and dropped tables."""
         try:
-            self.sql.execute("SELECT 1")
+            self.watch_catalog()
         except psycopg.Error as exc:
             raise ConnectionLost(
                 f"the worker's SQL session (which holds its lease on the source) was lost: {exc}"

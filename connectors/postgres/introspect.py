@@ -41,15 +41,17 @@ class SourceTable:
     replica_identity: str  #: d default, f full, i index, n nothing
     columns: tuple[SourceColumn, ...]
     key: tuple[str, ...]  #: primary key (or replica identity index) columns; () = changelog only
+    persistence: str = "p"  #: p permanent, u unlogged, t temporary
+    partition: bool = False  #: a partition of a partitioned table
 
 
 _DESCRIBE = """
 SELECT c.oid::int8, c.relkind, c.relreplident, a.attname, a.atttypid::int8, a.atttypmod, a.attndims, a.attnotnull,
-       a.attnum
+       a.attnum, c.relpersistence, n.nspname, c.relname, c.relispartition
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-WHERE n.nspname = %s AND c.relname = %s AND a.attgenerated = ''
+WHERE {where} AND a.attgenerated = ''
 ORDER BY a.attnum
 """
 
@@ -68,16 +70,26 @@ def type_catalog(conn: psycopg.Connection) -> TypeCatalog:
 
 def describe(conn: psycopg.Connection, ref: TableRef) -> SourceTable | None:
     """The table's replicated columns and key, or None when it does not exist."""
-    rows = conn.execute(_DESCRIBE, (ref.schema, ref.name)).fetchall()
+    return _describe(conn, "n.nspname = %s AND c.relname = %s", (ref.schema, ref.name))
+
+
+def describe_oid(conn: psycopg.Connection, oid: int) -> SourceTable | None:
+    """The table with this oid under its current name, or None when it no longer exists."""
+    return _describe(conn, "c.oid = %s", (oid,))
+
+
+def _describe(conn: psycopg.Connection, where: str, params: tuple[object, ...]) -> SourceTable | None:
+    rows = conn.execute(_DESCRIBE.format(where=where), params).fetchall()
     if not rows:
         return None
     oid, relkind, replident = rows[0][0], rows[0][1], rows[0][2]
+    persistence, schema, name, partition = rows[0][9], rows[0][10], rows[0][11], rows[0][12]
     key = tuple(r[0] for r in conn.execute(_KEY, (oid, replident == "i")).fetchall())
     columns = tuple(
         SourceColumn(name, typ, typmod, ndims, name in key, notnull, attnum)
-        for _, _, _, name, typ, typmod, ndims, notnull, attnum in rows
+        for _, _, _, name, typ, typmod, ndims, notnull, attnum, *_ in rows
     )
-    return SourceTable(ref, oid, relkind, replident, columns, key)
+    return SourceTable(TableRef(schema, name), oid, relkind, replident, columns, key, persistence, partition)
 
 
 @dataclass(frozen=True)
@@ -248,39 +260,76 @@ def _member_of_cloud_replication_role(conn: psycopg.Connection) -> bool:
     return bool(row and row[0])
 
 
-def check_tables(conn: psycopg.Connection, refs: Iterable[TableRef]) -> dict[TableRef, SourceTable]:
-    """Describe every replicated table; one error lists every table that cannot be replicated and why."""
+@dataclass
+class Tables:
+    """The replicated tables found in the source (by the name in ``replicate``), and the missing ones."""
+
+    found: dict[TableRef, SourceTable]
+    missing: dict[TableRef, str]  #: table -> why it is missing (dropped, or renamed to what)
+
+
+def check_tables(
+    conn: psycopg.Connection, refs: Iterable[TableRef], known: dict[TableRef, int] | None = None
+) -> Tables:
+    """Describe every replicated table; one error lists every table that cannot be replicated and why.
+
+    A table that no longer exists is not an error (the other tables go on): it is reported in ``missing``, or,
+    when ``known`` (the oids the lake recorded) shows that it was renamed, it is found under its new name (the
+    lake keeps following it by oid)."""
     problems: list[str] = []
-    tables: dict[TableRef, SourceTable] = {}
+    found: dict[TableRef, SourceTable] = {}
+    missing: dict[TableRef, str] = {}
     for ref in refs:
         table = describe(conn, ref)
+        oid = (known or {}).get(ref)
+        if table is None and oid is not None:
+            table = describe_oid(conn, oid)
+        elif table is not None and oid is not None and table.oid != oid:
+            problems.append(
+                f"table {ref} is not the table the lake holds (oid {table.oid}, the lake's is {oid}: dropped and "
+                f"created again?); run 'lakegate maintain --resnapshot {ref}' to copy the new one"
+            )
+            continue
         if table is None:
-            problems.append(f"table {ref} does not exist{_did_you_mean(conn, ref)}")
+            missing[ref] = f"table {ref} does not exist{_did_you_mean(conn, ref)}"
             continue
-        if table.relkind not in ("r", "p"):
-            problems.append(
-                f"{ref} is not a table (relkind {table.relkind!r}); only tables can be replicated"
-            )
+        problem = _problem(conn, ref, table)
+        if problem:
+            problems.append(problem)
             continue
-        (can_select,) = conn.execute("SELECT has_table_privilege(%s, 'SELECT')", (table.oid,)).fetchone()  # type: ignore[misc]
-        if not can_select:
-            problems.append(
-                f"role {conn.info.user!r} cannot SELECT from {ref}; GRANT SELECT ON {ref} TO {conn.info.user}"
-            )
-        if table.replica_identity == "n":
-            problems.append(
-                f"table {ref} has REPLICA IDENTITY NOTHING, so updates and deletes cannot be captured; "
-                f"ALTER TABLE {ref} REPLICA IDENTITY DEFAULT (with a primary key) or FULL"
-            )
-        elif not table.key and table.replica_identity != "f":
-            problems.append(
-                f"table {ref} has no primary key; add one, or run ALTER TABLE {ref} REPLICA IDENTITY "
-                "FULL to replicate it as a change log only"
-            )
-        tables[ref] = table
+        found[ref] = table
     if problems:
-        raise SourceConfigError("cannot replicate: " + "; ".join(problems))
-    return tables
+        raise SourceConfigError("cannot replicate: " + "; ".join(problems + list(missing.values())))
+    if not found:
+        raise SourceConfigError("cannot replicate: " + "; ".join(missing.values()))
+    return Tables(found, missing)
+
+
+def _problem(conn: psycopg.Connection, ref: TableRef, table: SourceTable) -> str | None:
+    if table.relkind not in ("r", "p"):
+        kind = {"f": "a foreign table", "v": "a view", "m": "a materialized view"}.get(table.relkind, "not a table")
+        return f"{ref} is {kind} (relkind {table.relkind!r}); only tables can be replicated: leave it out of replicate"
+    if table.persistence == "u":
+        return (
+            f"table {ref} is UNLOGGED: its changes are not written to the WAL, so logical replication cannot see "
+            f"them. ALTER TABLE {ref} SET LOGGED, or leave it out of 'replicate'"
+        )
+    if table.persistence == "t":
+        return f"{ref} is a temporary table (it exists only in one session); leave it out of 'replicate'"
+    (can_select,) = conn.execute("SELECT has_table_privilege(%s, 'SELECT')", (table.oid,)).fetchone()  # type: ignore[misc]
+    if not can_select:
+        return f"role {conn.info.user!r} cannot SELECT from {ref}; GRANT SELECT ON {ref} TO {conn.info.user}"
+    if table.replica_identity == "n":
+        return (
+            f"table {ref} has REPLICA IDENTITY NOTHING, so updates and deletes cannot be captured; "
+            f"ALTER TABLE {ref} REPLICA IDENTITY DEFAULT (with a primary key) or FULL"
+        )
+    if not table.key and table.replica_identity != "f":
+        return (
+            f"table {ref} has no primary key; add one, or run ALTER TABLE {ref} REPLICA IDENTITY "
+            "FULL to replicate it as a change log only"
+        )
+    return None
 
 
 def _did_you_mean(conn: psycopg.Connection, ref: TableRef) -> str:

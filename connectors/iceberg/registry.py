@@ -1,0 +1,65 @@
+"""Which source tables a source replicates into the lake, by source identity (PostgreSQL's oid).
+
+Kept in the Iceberg namespace properties of each namespace that holds such tables, under
+``lakegate.tables.<source>`` (a JSON object table name -> oid), so any catalog can hold it and the lake describes
+itself. The worker reads it before it starts and writes it once its tables are copied; it tells
+
+- that a table in ``replicate`` was renamed in the source (its oid is recorded under the old name), so the lake
+  tables follow it without a copy;
+- that a table in ``replicate`` was left out of it for a while (its lake tables exist but the record lacks it): its
+  changes of that time were not streamed, so it is copied again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from pyiceberg.catalog import Catalog
+
+from lakegate.connectors.changes import TableRef
+from lakegate.connectors.errors import LakeError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "lakegate.tables."
+
+
+def read(catalog: Catalog, source: str) -> dict[TableRef, int] | None:
+    """The tables the record says ``source`` replicates (None when nothing was ever recorded for it)."""
+    key = PREFIX + source
+    found: dict[TableRef, int] | None = None
+    try:
+        namespaces = catalog.list_namespaces()
+        for ident in namespaces:
+            namespace = ".".join(ident)
+            raw = catalog.load_namespace_properties(namespace).get(key)
+            if raw is None:
+                continue
+            found = found or {}
+            for name, oid in json.loads(raw).items():
+                found[TableRef(namespace, str(name))] = int(oid)
+    except (ValueError, TypeError) as exc:
+        raise LakeError(f"the lake's record of the tables of source {source!r} is damaged: {exc}") from exc
+    except Exception as exc:  # whatever the catalog implementation raises
+        raise LakeError(f"cannot read the lake's record of the tables of source {source!r}: {exc}") from exc
+    return found
+
+
+def write(catalog: Catalog, source: str, tables: dict[TableRef, int]) -> None:
+    """Record exactly ``tables`` for ``source`` (namespaces that no longer hold any lose the entry)."""
+    key = PREFIX + source
+    wanted: dict[str, dict[str, int]] = {}
+    for ref, oid in tables.items():
+        wanted.setdefault(ref.schema, {})[ref.name] = oid
+    try:
+        for ident in catalog.list_namespaces():
+            namespace = ".".join(ident)
+            props = catalog.load_namespace_properties(namespace)
+            value = json.dumps(wanted.get(namespace), sort_keys=True) if namespace in wanted else None
+            if value is None and key in props:
+                catalog.update_namespace_properties(namespace, removals={key})
+            elif value is not None and props.get(key) != value:
+                catalog.update_namespace_properties(namespace, updates={key: value})
+    except Exception as exc:  # whatever the catalog implementation raises
+        raise LakeError(f"cannot record the tables of source {source!r} in the lake: {exc}") from exc
