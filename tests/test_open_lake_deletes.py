@@ -324,7 +324,8 @@ def test_commits_follow_schema_evolution_and_renamed_keys(tmp_path: Path) -> Non
         update.update_column("a", field_type=LongType())
     with state.table.update_schema() as update:
         update.rename_column("b", "bee")  # Iceberg renames by field id: old files keep the old name
-    state = StateTable(catalog.load_table("public.t"), ("a", "bee"))
+    state.table.refresh()
+    assert state.key == ("a", "bee"), "the key follows the rename (by field id)"
     renamed = tuple(Column("bee", c.type, c.source_type, key=True) if c.name == "b" else c for c in COMPOSITE)
     model.columns, model.key = renamed, ("a", "bee")
     model.rows = {k: {("bee" if n == "b" else n): v for n, v in row.items()} for k, row in model.rows.items()}

@@ -60,11 +60,19 @@ class StateTable:
         if not key:
             raise ValueError("a state table needs a key")
         self.table = table
-        self.key = tuple(key)
+        schema = table.schema()
+        #: the key by field id: a renamed key column stays the key (changes name it as the table does now)
+        self._key_ids = tuple(schema.find_field(name).field_id for name in key)
         self._index: KeyIndex | None = None
         self._files: list[DataFile] = []  #: file number -> data file
         self._numbers: dict[str, int] = {}
         self.rebuild_seconds = 0.0
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The key columns' current names."""
+        schema = self.table.schema()
+        return tuple(schema.find_field(field_id).name for field_id in self._key_ids)
 
     # ------------------------------------------------------------------------------------------- the index
 
