@@ -27,6 +27,8 @@ def text(value: Any) -> str:
     """A value as psql would print it."""
     if value is None:
         return ""
+    if type(value).__name__ == "MonthDayNano":  # pyarrow's interval value (a named tuple, not an array)
+        return interval_text(*value)
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, float):
@@ -159,6 +161,8 @@ def json_value(value: Any) -> Any:
         return "\\x" + value.hex()
     if isinstance(value, uuid.UUID | datetime.timedelta):
         return str(value)
+    if type(value).__name__ == "MonthDayNano":
+        return interval_text(*value)
     if isinstance(value, list | tuple):
         return [json_value(v) for v in value]
     return value
@@ -216,3 +220,32 @@ def error_lines(
     lines.append(prefix + text_line)
     lines.append(" " * (len(prefix) + col - 1) + "^")
     return lines
+
+
+def interval_text(months: int, days: int, nanoseconds: int) -> str:
+    """An interval as PostgreSQL prints it (IntervalStyle ``postgres``): ``1 year 2 mons 3 days 04:05:06.5``,
+    each part with its own sign, ``+`` on a positive part after a negative one (``-1 days +02:00:00``)."""
+    parts: list[str] = []
+    negative_seen = False
+
+    def signed(value: int, text: str) -> str:
+        nonlocal negative_seen
+        sign = "+" if negative_seen and value > 0 else ""
+        negative_seen = negative_seen or value < 0
+        return sign + text
+
+    years, mons = int(months / 12), months - int(months / 12) * 12  # both take the sign of months
+    for value, unit in ((years, "year"), (mons, "mon"), (days, "day")):
+        if value:
+            parts.append(signed(value, f"{value} {unit}{'' if value == 1 else 's'}"))
+    micros = int(nanoseconds / 1000)
+    if micros or not parts:
+        total = abs(micros)
+        hours, rest = divmod(total, 3_600_000_000)
+        minutes, rest = divmod(rest, 60_000_000)
+        seconds, fraction = divmod(rest, 1_000_000)
+        clock = f"{hours:02d}:{minutes:02d}:{seconds:02d}" + (
+            f".{fraction:06d}".rstrip("0") if fraction else ""
+        )
+        parts.append(signed(micros, ("-" if micros < 0 else "") + clock))
+    return " ".join(parts)

@@ -304,6 +304,18 @@ def test_arrays_download_as_postgresql_literals(env: Env, standin_runner: Any) -
     assert [c["type"] for c in data["columns"]] == ["string", "string", "string"]
 
 
+def test_intervals_read_as_postgresql_prints_them(env: Env, standin_runner: Any) -> None:
+    values = ["interval '1 day 2 hours'", "interval '-1 day' + interval '2 hours'", "interval '-1 month'",
+              "interval '14 months 3 days 04:05:06.5'", "interval '0 seconds'"]  # fmt: skip
+    sql = "SELECT " + ", ".join(f"{v} AS i{n}" for n, v in enumerate(values))
+    with env.pg() as pg:
+        as_text = "SELECT " + ", ".join(f"({v})::text" for v in values)
+        expected = [str(v) for v in pg.execute(as_text).fetchone()]  # type: ignore[union-attr]
+    data = flow.execute(standin_runner(), sql)
+    assert list(data["rows"][0].values()) == expected
+    assert {c["type"] for c in data["columns"]} == {"string"}
+
+
 def test_errors_in_redash_point_into_the_users_sql(env: Env, standin_runner: Any) -> None:
     """Redash prefixes /* Username: …, Job ID: … */: the position is the user's line and column, given once."""
     runner = standin_runner()

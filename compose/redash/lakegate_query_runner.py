@@ -64,6 +64,12 @@ def result_data(body: dict[str, Any], on_truncate: str = "warn") -> dict[str, An
         raise GatewayError(error_text(body["error"]))
     cols = columns(body.get("columns", []))
     rows = body.get("rows", [])
+    for column in body.get("columns", []):  # [months, days, nanoseconds] -> PostgreSQL's text
+        if column.get("pg_type") == "interval":
+            for row in rows:
+                value = row.get(column["name"])
+                if isinstance(value, list) and len(value) == 3:
+                    row[column["name"]] = interval_text(*value)
     arrays = [c["name"] for c in cols if any(isinstance(row.get(c["name"]), list) for row in rows)]
     for row in rows:
         for name in arrays:
@@ -103,6 +109,32 @@ def _mark_truncated(data: dict[str, Any], on_truncate: str) -> None:
         data["columns"].append({"name": NOTE_COLUMN, "friendly_name": NOTE_COLUMN, "type": "string"})
         text_columns = [NOTE_COLUMN]
     rows.append({c["name"]: None for c in data["columns"]} | {text_columns[0]: "\u26a0 " + note})
+
+
+def interval_text(months: int, days: int, nanoseconds: int) -> str:
+    """An interval as PostgreSQL prints it (``1 year 2 mons 3 days 04:05:06.5``, ``-1 days +02:00:00``); the
+    same rule as ``lakegate sql`` (lakegate.gateway.cli_format), repeated here: the runner imports no lakegate."""
+    parts: list[str] = []
+    negative_seen = False
+    years, mons = int(months / 12), months - int(months / 12) * 12
+    micros = int(nanoseconds / 1000)
+    fields = [(years, "year"), (mons, "mon"), (days, "day")]
+    for value, unit in fields + ([(micros, "")] if micros or not any(v for v, _ in fields) else []):
+        if not value and unit:
+            continue
+        sign = "+" if negative_seen and value > 0 else ""
+        negative_seen = negative_seen or value < 0
+        if unit:
+            parts.append(f"{sign}{value} {unit}{'' if value == 1 else 's'}")
+            continue
+        hours, rest = divmod(abs(value), 3_600_000_000)
+        minutes, rest = divmod(rest, 60_000_000)
+        seconds, fraction = divmod(rest, 1_000_000)
+        clock = f"{hours:02d}:{minutes:02d}:{seconds:02d}" + (
+            f".{fraction:06d}".rstrip("0") if fraction else ""
+        )
+        parts.append(sign + ("-" if value < 0 else "") + clock)
+    return " ".join(parts)
 
 
 def array_literal(values: list[Any]) -> str:
