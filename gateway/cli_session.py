@@ -204,9 +204,15 @@ class Session:
         pager = os.environ.get("LAKEGATE_PAGER") or os.environ.get("PAGER") or "less"
         out.flush()
         try:
-            subprocess.run(pager, shell=True, input=text, text=True, check=False)  # noqa: S602 - the user's pager
-        except (OSError, KeyboardInterrupt):  # no such pager, or Ctrl-C in it: the prompt comes back
+            done = subprocess.run(pager, shell=True, input=text, text=True, check=False)  # noqa: S602 - the user's
+        except KeyboardInterrupt:  # Ctrl-C in the pager: the prompt comes back
             return
+        except OSError as exc:
+            done = subprocess.CompletedProcess(pager, 127, stderr=str(exc))
+        if done.returncode in (126, 127):  # the shell found no such program: the result is not lost
+            self.err(f"lakegate sql: the pager {pager!r} could not run; set PAGER, or \\pset pager off")
+            self.pager = "off"
+            out.write(text)
 
     def fail(self, exc: client.Error, sql: str | None = None) -> None:
         self.failed = True

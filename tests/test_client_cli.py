@@ -250,6 +250,14 @@ def test_pager_for_results_taller_than_the_terminal(env: Env, tmp_path: Path) ->
     assert term.wait() == 0
     assert paged.read_text().count("(30 rows)") == 1 and "short" not in paged.read_text()
 
+    missing = Terminal(env, tmp_path, {"LAKEGATE_PAGER": "no-such-pager-here", "LINES": "10"})
+    missing.expect("lakegate=> ")
+    missing.send("SELECT i FROM range(30) t(i);\n")
+    missing.expect("(30 rows)")  # a pager that cannot run loses nothing
+    assert "the pager 'no-such-pager-here' could not run" in missing.seen
+    missing.send("\\q\n")
+    assert missing.wait() == 0
+
 
 INTERVALS = [  # as SQL expressions both engines read (DuckDB cannot read '-1 day +2 hours')
     "interval '1 day 2 hours'", "interval '-1 day' + interval '2 hours'", "interval '-1 month'",
