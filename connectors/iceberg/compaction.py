@@ -199,6 +199,7 @@ def compact(state: StateTable, properties: dict[str, str], limits: Thresholds | 
         log.info("%s: compaction lost a race (%s); the next round tries again", state.name, exc)
         state.rebuild()
         return Result()
+    state.adopt()
     if rows is not None:
         state.locate(state.encode(rows), added)
     state.forget([t.file for t in rewrite])

@@ -64,6 +64,7 @@ class StateTable:
         #: the key by field id: a renamed key column stays the key (changes name it as the table does now)
         self._key_ids = tuple(schema.find_field(name).field_id for name in key)
         self._index: KeyIndex | None = None
+        self._at: int | None = None  #: the snapshot the index describes
         self._files: list[DataFile] = []  #: file number -> data file
         self._numbers: dict[str, int] = {}
         self.rebuild_seconds = 0.0
@@ -78,10 +79,25 @@ class StateTable:
 
     @property
     def index(self) -> KeyIndex:
+        """The index, read again from the lake when the table moved in a way this object did not make (a
+        re-copy, a backfill, a writer elsewhere: even through this very Table object)."""
+        if self._index is not None and self._at != self._current_id():
+            log.info(
+                "%s: the table moved past the key index (snapshot %s); rebuilding it", self.name, self._at
+            )
+            self._index = None
         if self._index is None:
             self.rebuild()
         assert self._index is not None
         return self._index
+
+    def _current_id(self) -> int | None:
+        snapshot = self.table.current_snapshot()
+        return snapshot.snapshot_id if snapshot is not None else None
+
+    def adopt(self) -> None:
+        """The snapshot just committed by this object's owner (a compaction) is the one the index now follows."""
+        self._at = self._current_id()
 
     def _number(self, data_file: DataFile) -> int:
         number = self._numbers.get(data_file.file_path)
@@ -128,6 +144,7 @@ class StateTable:
                 locations.append(keyindex.pack(self._number(task.file), positions))
         try:
             self._index = KeyIndex.build(np.concatenate(keys), np.concatenate(locations))
+            self._at = self._current_id()
         except keyindex.DuplicateKeys as exc:
             raise LakeError(
                 f"state table {self.name} holds duplicate keys ({exc}); rebuild it with "
@@ -283,6 +300,7 @@ class StateTable:
 
     def _apply(self, plan: _Plan, added: list[DataFile]) -> None:
         """Bring the index up to the snapshot just committed."""
+        self._at = self._current_id()
         if plan.truncated:
             self._index = KeyIndex(self._key_dtype())
             self._files, self._numbers = [], {}
