@@ -7,7 +7,8 @@
     ├── TransientError         worth retrying with backoff
     │   ├── ConnectionLost     the connection dropped or the server restarted
     │   ├── SlotInUse          another process streams from the slot
-    │   └── CommitConflict     a concurrent commit changed an Iceberg table first
+    │   ├── CommitConflict     a concurrent commit changed an Iceberg table first
+    │   └── Resnapshot         a table must be copied again under a fresh snapshot (the stream restarts)
     ├── SchemaChangeError      a source schema change the lake cannot represent (stops that table)
     └── LakeError              the Iceberg catalog or storage failed
 """
@@ -37,6 +38,18 @@ class SlotInUse(TransientError):
 
 class CommitConflict(TransientError):
     """An Iceberg commit lost a race with another writer."""
+
+
+class Resnapshot(TransientError):
+    """The lake cannot follow a table from the stream alone (rows changed without changes, as by a rewrite or a
+    partition attached or detached): it is copied again under a fresh snapshot, and the stream restarts."""
+
+    def __init__(self, table: object, reason: str) -> None:
+        super().__init__(
+            f"{table}: {reason}; copying {table} again under a fresh snapshot (its changes up to that snapshot "
+            "are skipped, the other tables carry on where they were)"
+        )
+        self.table = table
 
 
 class SchemaChangeError(ConnectorError):

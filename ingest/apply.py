@@ -15,13 +15,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ, ChangeBatch, Position
+from lakegate.connectors.errors import Resnapshot
 from lakegate.connectors.iceberg import evolution, merge
 from lakegate.connectors.iceberg.evolution import STORAGE, Backfill
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres.cdc import PostgresSource
 from lakegate.connectors.postgres.rowbuffer import Segment
 from lakegate.connectors.postgres.types import Codec
-from lakegate.ingest.ddl import Recopy, new_column_values
+from lakegate.ingest.ddl import new_column_values
 from lakegate.ingest.toast import fill_unchanged
 
 log = logging.getLogger("lakegate.ingest")
@@ -80,7 +81,7 @@ def _backfill(
     lsn = batch.data[LSN][0].as_py()
     checkpoint = table.checkpoint()
     if checkpoint is not None and checkpoint.lsn >= lsn:
-        raise Recopy(ref, "a column was added in the middle of a transaction the lake already holds part of")
+        raise Resnapshot(ref, "a column was added in the middle of a transaction the lake already holds part of")
     pending = conformed(table, parts)
     earlier = pending.filter(pc.less(pending[LSN], lsn))
     if earlier.num_rows:

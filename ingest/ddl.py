@@ -12,7 +12,7 @@ existing rows hold:
   what the lake reads for a column its files lack.
 - a column with one, if the table's storage changed since the lake last copied it (a volatile default such as
   ``random()``, ``clock_timestamp()`` or an identity made PostgreSQL rewrite every row with its own value): the
-  lake cannot know the values, so the table is copied again under a fresh snapshot (:class:`Recopy`), which the
+  lake cannot know the values, so the table is copied again under a fresh snapshot (:class:`Resnapshot`), which the
   worker does at once by restarting its stream. The catalog is read as it is now, so a rewrite after the ALTER
   (a type change, VACUUM FULL, CLUSTER, TRUNCATE) while the worker lags also leads to a copy: costly, never wrong.
 - a column with a default and the storage unchanged got its default later (SET DEFAULT): NULL.
@@ -28,23 +28,12 @@ import logging
 import pyarrow as pa
 
 from lakegate.connectors.changes import TableRef, TableSchema
-from lakegate.connectors.errors import TransientError
+from lakegate.connectors.errors import Resnapshot
 from lakegate.connectors.iceberg.schema import Evolution
 from lakegate.connectors.postgres.introspect import Attribute
 from lakegate.connectors.postgres.types import Codec, ConversionError, parse_array
 
 log = logging.getLogger("lakegate.ingest")
-
-
-class Recopy(TransientError):
-    """A table must be copied again under a fresh snapshot; the worker restarts its stream to do it."""
-
-    def __init__(self, ref: TableRef, reason: str) -> None:
-        super().__init__(
-            f"{ref}: {reason}; copying {ref} again under a fresh snapshot (its changes up to that snapshot are "
-            "skipped, the other tables carry on where they were)"
-        )
-        self.ref = ref
 
 
 def new_column_values(
@@ -57,14 +46,14 @@ def new_column_values(
     storage_lake: str | None,
 ) -> dict[str, pa.Array]:
     """The value every existing row holds in each new column that needs one written (see the module docstring);
-    raises :class:`Recopy` when the lake cannot know it."""
+    raises :class:`Resnapshot` when the lake cannot know it."""
     by_name = {a.name: a for a in attributes}
     values: dict[str, pa.Array] = {}
     for name in plan.new_columns:
         column = schema.column(name)
         attr = by_name.get(name)
         if attr is None or (column.source_id is not None and attr.attnum != column.source_id):
-            raise Recopy(ref, f"column {name!r} was added and has been renamed or dropped since")
+            raise Resnapshot(ref, f"column {name!r} was added and has been renamed or dropped since")
         if attr.has_missing and attr.missing is not None:
             element = parse_array(attr.missing)[0]
             try:
@@ -76,7 +65,7 @@ def new_column_values(
                 ) from exc
             continue
         if attr.has_default and storage_lake is not None and storage_now != storage_lake:
-            raise Recopy(
+            raise Resnapshot(
                 ref,
                 f"column {name!r} was added and PostgreSQL has rewritten the table since the lake copied it "
                 "(a volatile default such as random() or clock_timestamp(), a type change, VACUUM FULL, CLUSTER "

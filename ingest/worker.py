@@ -27,7 +27,7 @@ from lakegate.connectors.changes import (
     format_lsn,
 )
 from lakegate.connectors.config import LakeSettings, SourceSettings
-from lakegate.connectors.errors import SchemaChangeError, SourceConfigError, TransientError
+from lakegate.connectors.errors import Resnapshot, SchemaChangeError, SourceConfigError, TransientError
 from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.iceberg import registry
 from lakegate.connectors.iceberg.evolution import STORAGE
@@ -39,7 +39,6 @@ from lakegate.connectors.postgres.types import ConversionError
 from lakegate.ingest import apply
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
-from lakegate.ingest.ddl import Recopy
 from lakegate.ingest.maintain import MaintenanceThread
 from lakegate.ingest.progress import Progress
 
@@ -108,6 +107,11 @@ class Worker:
             try:
                 self.run_once()
                 return
+            except Resnapshot as exc:
+                self.recopy.add(exc.table)  # type: ignore[arg-type]
+                log.warning("%s", exc)
+                self.stopping.wait(0.2)
+                continue
             except WorkerBusy as exc:
                 # a standby: try every few seconds so that it takes over soon after the other one stops
                 if waiting_since is None or started - waiting_since >= 60:
@@ -295,9 +299,6 @@ class Worker:
                 source.fail_table(ref, segments[0].lsns[0])
                 self._table_failed(ref, exc)
                 continue
-            except Recopy as exc:
-                self.recopy.add(exc.ref)
-                raise
             table.append(data, flush.positions[ref])
             self._appended(ref, data.num_rows)
 

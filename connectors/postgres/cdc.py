@@ -27,10 +27,11 @@ import pyarrow as pa
 from lakegate.connectors.changes import Position, TableRef, TableSchema, format_lsn
 from lakegate.connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
 from lakegate.connectors.postgres import duckcopy, introspect, lease, pgoutput
+from lakegate.connectors.postgres import publication as publications
 from lakegate.connectors.postgres.connection import connect, translated
 from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
 from lakegate.connectors.postgres.pgoutput import UNCHANGED
-from lakegate.connectors.postgres.replication import ReplicationStream, check_slot, sync_publication
+from lakegate.connectors.postgres.replication import ReplicationStream, check_slot
 from lakegate.connectors.postgres.rowbuffer import (
     OP_DELETE,
     OP_INSERT,
@@ -41,6 +42,7 @@ from lakegate.connectors.postgres.rowbuffer import (
     Segment,
 )
 from lakegate.connectors.postgres.snapshot import begin_snapshot, copy_chunks
+from lakegate.connectors.postgres.tablemap import TableMap
 from lakegate.connectors.postgres.types import Codec, TypeCatalog
 
 log = logging.getLogger(__name__)
@@ -93,13 +95,11 @@ class PostgresSource:
         self.name = name
         self.sql = connect(dsn, application_name="lakegate-ingest")
         self.types: TypeCatalog = introspect.type_catalog(self.sql)
-        self.source_tables: dict[TableRef, SourceTable] = {}
         self.tables: dict[TableRef, _Table] = {}
-        self._by_oid: dict[int, _Table] = {}
+        self.map: TableMap[_Table] = TableMap(self.sql)
+        self.publication_info: publications.Publication | None = None
         #: replicated tables that do not exist in the source (-> why), and those dropped while streaming
         self.missing: dict[TableRef, str] = {}
-        self.dropped: set[TableRef] = set()
-        self._told_renamed: dict[TableRef, TableRef] = {}
         #: storage fingerprint of each table as of its snapshot (see introspect.storage_of)
         self.snapshot_storage: dict[TableRef, str] = {}
         self._by_relid: dict[int, _Table | None] = {}
@@ -116,7 +116,14 @@ class PostgresSource:
         self._received = 0
         self._last_status = 0.0
         self.on_table_failed: Callable[[TableRef, Exception], None] | None = None
-        self.on_table_gone: Callable[[TableRef, str], None] | None = None
+
+    @property
+    def on_table_gone(self) -> Callable[[TableRef, str], None] | None:
+        return self.map.on_gone
+
+    @on_table_gone.setter
+    def on_table_gone(self, callback: Callable[[TableRef, str], None] | None) -> None:
+        self.map.on_gone = callback
 
     # ---------------------------------------------------------------------------------------------- prepare
 
@@ -131,60 +138,31 @@ class PostgresSource:
         with translated("read the source's catalog"):
             introspect.check_server(self.sql)
             found = introspect.check_tables(self.sql, self.refs, known)
-            self.source_tables, self.missing = found.found, found.missing
-            sync_publication(self.sql, self.publication, [t.ref for t in self.source_tables.values()])
-        schemas = {}
-        for ref, table in self.source_tables.items():
-            if table.ref != ref:
-                self._renamed(ref, table.ref)
-            schema, codecs = introspect.lake_schema(
-                ref, table.columns, table.key, self.types, self.unbounded_numeric
+            self.missing = found.missing
+            self.publication_info = publications.sync(
+                self.sql,
+                self.publication,
+                list(found.found.values()),
+                default_name=self.publication == f"lakegate_{self.name}",
             )
-            schemas[ref] = schema
-            self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
-            self._by_oid[table.oid] = self.tables[ref]
+            schemas = {}
+            for ref, table in found.found.items():
+                schema, codecs = introspect.lake_schema(
+                    ref, table.columns, table.key, self.types, self.unbounded_numeric
+                )
+                schemas[ref] = schema
+                self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
+                self.map.add(ref, table, self.tables[ref])
         return schemas
 
-    def _renamed(self, ref: TableRef, now: TableRef) -> None:
-        """Tell (once) that the table ``ref`` of the lake is called ``now`` in the source."""
-        if self._told_renamed.get(ref) == now:
-            return
-        self._told_renamed[ref] = now
-        log.warning(
-            "table %s is called %s in PostgreSQL now (renamed: same table). The lake keeps following it as "
-            "%s; put %s in 'replicate' in place of %s and on the next start the lake tables are renamed too, "
-            "history kept, without a copy",
-            ref,
-            now,
-            ref,
-            now,
-            ref,
-        )
-        self.source_tables[ref] = dataclasses.replace(self.source_tables[ref], ref=now)
+    @property
+    def source_tables(self) -> dict[TableRef, SourceTable]:
+        """The replicated tables as the source describes them, by the lake's name (``ref`` is the current one)."""
+        return self.map.sources
 
-    def watch_catalog(self) -> None:
-        """Notice renames and drops of the replicated tables, which the stream does not carry."""
-        oids = {t.oid: ref for ref, t in self.source_tables.items() if ref not in self.dropped}
-        if not oids:
-            return
-        rows = self.sql.execute(
-            "SELECT c.oid::int8, n.nspname, c.relname FROM pg_catalog.pg_class c "
-            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ANY(%s::oid[])",
-            (list(oids),),
-        ).fetchall()
-        present = {oid: TableRef(schema, name) for oid, schema, name in rows}
-        for oid, ref in oids.items():
-            if oid not in present:
-                self.dropped.add(ref)
-                log.error(
-                    "table %s was dropped in PostgreSQL: the lake keeps it as it was (its last change is in); "
-                    "the other tables go on. Take it out of 'replicate'",
-                    ref,
-                )
-                if self.on_table_gone is not None:
-                    self.on_table_gone(ref, f"table {ref} was dropped in PostgreSQL")
-            elif present[oid] != self.source_tables[ref].ref:
-                self._renamed(ref, present[oid])
+    @property
+    def dropped(self) -> set[TableRef]:
+        return self.map.dropped
 
     def column_facts(self, ref: TableRef) -> tuple[list[introspect.Attribute], str]:
         """The table's live columns (attnums, missing values) and its storage fingerprint, as the catalog has
@@ -384,16 +362,28 @@ class PostgresSource:
             table.buffer.open.moved[row] = delete_row
 
     def _truncate(self, msg: pgoutput.Truncate) -> None:
+        new: list[tuple[_Table, int]] = []  # (table, seq) the lake does not hold yet
         for relid in msg.relids:
             table = self._by_relid.get(relid)
             self._seq += 1
             if table is not None and self._keep(table):
+                new.append((table, self._seq))
+        kept = {table.ref for table, _ in new}
+        relids = [r for r in msg.relids if (t := self._by_relid.get(r)) is not None and t.ref in kept]
+        emptied = {t.ref for t in self.map.truncated(relids)}
+        last = self._seq
+        for table, seq in new:
+            if table.ref in emptied:  # some partitions only raised Resnapshot above
+                emptied.discard(table.ref)  # one truncate per table, also when it lists every partition
+                self._seq = seq
                 self._append(
                     table, OP_TRUNCATE, SYNTHETIC + pgoutput.encode_tuple([None] * len(table.schema.columns))
                 )
+        self._seq = last
 
     def _relation(self, msg: pgoutput.Relation) -> None:
-        table = self._by_oid.get(msg.relid)  # by oid: a renamed table is still the same table
+        with translated("read the catalog entry of a new partition"):
+            table = self.map.lookup(msg.relid)  # by oid: a renamed table is the same table; partitions: their root
         self._by_relid[msg.relid] = table
         if table is None:
             return
@@ -409,14 +399,22 @@ class PostgresSource:
         table.key_index = _key_index(schema)
 
     def _relation_schema(self, ref: TableRef, msg: pgoutput.Relation) -> tuple[TableSchema, dict[str, Codec]]:
+        root = self.source_tables[ref].oid  # a partition's columns are its table's, in an order of their own
         with translated(f"read the catalog entry of {ref}"):
-            live = introspect.attributes(self.sql, msg.relid)
+            live = introspect.attributes(self.sql, root)
             ndims = {a.name: a.ndims for a in live}
-            attnums = introspect.resolve_attnums([c.name for c in msg.columns], live)
+            names = [c.name for c in msg.columns]
+            if msg.relid == root:
+                attnums = introspect.resolve_attnums(names, live)
+            else:
+                attnums = [next((a.attnum for a in live if a.name == n), None) for n in names]
             if msg.replica_identity == "f":  # every column is flagged: the key is the primary key, if any
                 key = introspect.primary_key(self.sql, msg.relid)
             else:
                 key = tuple(c.name for c in msg.columns if c.key)
+            lake_key = self.tables[ref].schema.key
+            if set(key) == set(lake_key):  # the message lists key columns by position, the lake in key order
+                key = lake_key
             columns = [
                 SourceColumn(
                     c.name, c.type_oid, c.typmod, ndims.get(c.name, 0), c.name in key, c.name in key, attnum
@@ -500,7 +498,7 @@ class PostgresSource:
         """The SQL session holds the worker's lease: if it died, stop (the retry takes the lease again). Also
         looks for renamed and dropped tables."""
         try:
-            self.watch_catalog()
+            self.map.watch()
         except psycopg.Error as exc:
             raise ConnectionLost(
                 f"the worker's SQL session (which holds its lease on the source) was lost: {exc}"

@@ -108,8 +108,11 @@ def select_sql(conn: psycopg.Connection, table: SourceTable) -> str:
             item = sql.SQL("{0}::pg_catalog.text").format(ident)
         # columns are taken by position: DuckDB refuses names that differ only in case ("ID" and id)
         items.append(sql.SQL("{} AS {}").format(item, sql.Identifier(f"c{index}")))
-    query = sql.SQL("SELECT {} FROM {}").format(
-        sql.SQL(", ").join(items), sql.Identifier(table.ref.schema, table.ref.name)
+    # ONLY: an inheritance parent's own rows, which is what the stream maintains (a partitioned table has none of
+    # its own and is read whole)
+    only = sql.SQL("ONLY ") if table.relkind == "r" else sql.SQL("")
+    query = sql.SQL("SELECT {} FROM {}{}").format(
+        sql.SQL(", ").join(items), only, sql.Identifier(table.ref.schema, table.ref.name)
     )
     return query.as_string(conn)
 

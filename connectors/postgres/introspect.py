@@ -342,3 +342,39 @@ def _did_you_mean(conn: psycopg.Connection, ref: TableRef) -> str:
     ]
     close = difflib.get_close_matches(str(ref), names, n=3)
     return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def partition_tree(conn: psycopg.Connection, oid: int) -> dict[int, bool]:
+    """The partitions of a partitioned table (all levels; the table itself left out): oid -> whether a leaf."""
+    rows = conn.execute(
+        "SELECT relid::int8, isleaf FROM pg_catalog.pg_partition_tree(%s::oid::regclass) WHERE relid <> %s::oid",
+        (oid, oid),
+    ).fetchall()
+    return {int(relid): bool(leaf) for relid, leaf in rows}
+
+
+def partition_root(conn: psycopg.Connection, relid: int) -> int | None:
+    """The top of the partition tree ``relid`` belongs to (None when it is no partition)."""
+    row = conn.execute(
+        "SELECT pg_catalog.pg_partition_root(c.oid)::int8 FROM pg_catalog.pg_class c "
+        "WHERE c.oid = %s AND c.relispartition",
+        (relid,),
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def attached_with_rows(conn: psycopg.Connection, relid: int) -> bool:
+    """Whether the partition ``relid`` was attached (not created as a partition) and holds rows: rows that came
+    in with ATTACH PARTITION, which the stream never carried. A partition created as one (CREATE TABLE ...
+    PARTITION OF) has its pg_inherits row from the same transaction as its row type."""
+    row = conn.execute(
+        "SELECT t.xmin::text <> i.xmin::text, pg_catalog.format('%%I.%%I', n.nspname, c.relname), c.relkind "
+        "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_type t ON t.oid = c.reltype "
+        "JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s",
+        (relid,),
+    ).fetchone()
+    if row is None or not row[0] or row[2] != "r":
+        return False
+    (has_rows,) = conn.execute(f"SELECT EXISTS (SELECT 1 FROM ONLY {row[1]})").fetchone()  # type: ignore[misc]
+    return bool(has_rows)

@@ -13,13 +13,12 @@ import logging
 import select
 import struct
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
 
-from lakegate.connectors.changes import TableRef, format_lsn, parse_lsn
+from lakegate.connectors.changes import format_lsn, parse_lsn
 from lakegate.connectors.errors import ConnectionLost, SlotInUse, SourceConfigError
 from lakegate.connectors.postgres import pgoutput
 from lakegate.connectors.postgres.connection import connect, translate
@@ -75,56 +74,6 @@ def drop_slot(conn: psycopg.Connection, slot: str) -> None:
         "(SELECT 1 FROM pg_replication_slots WHERE slot_name = %s)",
         (slot, slot),
     )
-
-
-def sync_publication(conn: psycopg.Connection, name: str, tables: Sequence[TableRef]) -> None:
-    """Create the publication, or change its table list to exactly ``tables``."""
-    pub = sql.Identifier(name)
-    wanted = {(t.schema, t.name) for t in tables}
-    exists = conn.execute(
-        "SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = %s", (name,)
-    ).fetchone()
-    try:
-        if exists is None:
-            table_list = sql.SQL(", ").join(sql.Identifier(s, t) for s, t in sorted(wanted))
-            conn.execute(
-                sql.SQL("CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)").format(
-                    pub, table_list
-                )
-            )
-            log.info("created publication %s for %d table(s)", name, len(wanted))
-            return
-        if exists[0]:
-            return  # FOR ALL TABLES: every table is already published
-        have = {
-            (s, t)
-            for s, t in conn.execute(
-                "SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables WHERE pubname = %s",
-                (name,),
-            ).fetchall()
-        }
-        for verb, change in (("ADD", wanted - have), ("DROP", have - wanted)):
-            if change:
-                table_list = sql.SQL(", ").join(sql.Identifier(s, t) for s, t in sorted(change))
-                conn.execute(sql.SQL("ALTER PUBLICATION {} " + verb + " TABLE {}").format(pub, table_list))
-                log.info(
-                    "publication %s: %s %s",
-                    name,
-                    verb.lower(),
-                    ", ".join(f"{s}.{t}" for s, t in sorted(change)),
-                )
-        conn.execute(
-            sql.SQL(
-                "ALTER PUBLICATION {} SET (publish = 'insert, update, delete, truncate', "
-                "publish_via_partition_root = true)"
-            ).format(pub)
-        )
-    except psycopg.errors.InsufficientPrivilege as exc:
-        names = ", ".join(f"{s}.{t}" for s, t in sorted(wanted))
-        raise SourceConfigError(
-            f"cannot create or change publication {name!r}: {str(exc).strip()}. Only a table's owner may publish it: "
-            f"as the owner run CREATE PUBLICATION {name} FOR TABLE {names}; lakegate then uses it as it is"
-        ) from exc
 
 
 class ReplicationStream:
