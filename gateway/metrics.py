@@ -7,6 +7,7 @@ the gateway needs no registry, push gateway or multiprocess mode.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -155,6 +156,16 @@ def table_gauges(status: dict[str, Any]) -> list[str]:
             elif key == "last_commit":
                 value = datetime.datetime.fromisoformat(value).timestamp()
             lines.append(f"{name}{_labels(table=table['table'])} {value}")
+    name = "lakegate_table_upkeep_failing_seconds"
+    lines += [
+        f"# HELP {name} Seconds since a background upkeep step (fold, maintenance) of the table began failing.",
+        f"# TYPE {name} gauge",
+    ]
+    for table in status.get("tables", []):
+        for step, failure in (table.get("upkeep") or {}).items():
+            since = failure.get("since") if isinstance(failure, dict) else None
+            age = time.time() - datetime.datetime.fromisoformat(since).timestamp() if since else 0.0
+            lines.append(f"{name}{_labels(table=table['table'], step=step)} {max(0.0, age):.0f}")
     for name, key, help_text in (
         ("lakegate_table_files", "files", "Data files, by part (state, changelog)."),
         ("lakegate_table_rows", "rows", "Rows stored, by part (state, changelog)."),

@@ -6,11 +6,14 @@ confirmed (``confirmed_lsn``). The worker confirms only what every table has com
 to the larger of its own stamp and the slot's confirmation, and ``lag_bytes`` is the WAL after that.
 ``lag_seconds`` is PostgreSQL's own measure for the slot's connection (``pg_stat_replication.flush_lag``, 0 when
 caught up); with no worker connected it is the time since the table's last commit, or null when unknown.
+``upkeep`` is null, or the background upkeep steps (fold, maintenance) the worker has seen failing for the table,
+each with ``since`` and ``error``.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -87,6 +90,7 @@ def table_status(entry: Any, source: dict[str, Any] | None, now: float) -> dict[
             )
         },
     }
+    out["upkeep"] = _upkeep(history)
     if entry.changelog is not None:
         folded = stamp_at(entry.table, entry.table.current_snapshot())
         out["folded_lsn"] = format_lsn(folded.lsn) if folded else None
@@ -109,6 +113,18 @@ def table_status(entry: Any, source: dict[str, Any] | None, now: float) -> dict[
     elif source and "error" in source:
         out["source_error"] = source["error"]
     return out
+
+
+def _upkeep(history: Table) -> dict[str, Any] | None:
+    """The worker's failing upkeep steps of the table, as it records them (``lakegate.upkeep``), or None."""
+    raw = history.properties.get("lakegate.upkeep")
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"unknown": {"error": raw[:500], "since": None}}
+    return value if isinstance(value, dict) else None
 
 
 def lake_status(catalog: Catalog, slots: Mapping[str, str]) -> dict[str, Any]:

@@ -43,3 +43,9 @@ class IngestSettings:
         300.0,
         kind="duration",
     )
+    upkeep_failure_limit: float = setting(
+        "The worker exits (non-zero) when its background upkeep (fold, compaction, expiry) has kept failing for "
+        "this long; failures are retried with backoff and shown in /v1/status meanwhile (0 = never exit).",
+        3600.0,
+        kind="duration",
+    )

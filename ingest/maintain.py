@@ -1,21 +1,19 @@
 """Lake maintenance: folding change-log tails into state tables, compaction, snapshot expiry, re-snapshots.
 
-The worker runs it in a background thread (:class:`MaintenanceThread`); ``lakegate maintain`` runs it on demand.
+The worker runs it in a background thread (:mod:`lakegate.ingest.upkeep`); ``lakegate maintain`` runs it on
+demand.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 
 from lakegate.connectors.changes import TableRef
 from lakegate.connectors.config import LakeSettings, SourceSettings
-from lakegate.connectors.errors import ConnectorError, LakeError, SourceConfigError, TransientError
+from lakegate.connectors.errors import LakeError, SourceConfigError
 from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.iceberg import maintenance
 from lakegate.connectors.iceberg.writer import LakeTable
@@ -44,79 +42,6 @@ def maintain_table(table: LakeTable, cfg: IngestSettings, *, fold: bool, compact
         do_expire=expire,
         expiry=timedelta(seconds=cfg.snapshot_expiry),
     )
-
-
-class MaintenanceThread(threading.Thread):
-    """Folds tails into state tables every ``fold_interval`` (sooner when ``pending(ref)`` reaches fold_rows),
-    compacts and expires every ``maintenance_interval``. Failures are logged and retried next round."""
-
-    def __init__(
-        self,
-        lake: LakeSettings,
-        cfg: IngestSettings,
-        refs: list[TableRef],
-        stop: threading.Event,
-        appended: Callable[[TableRef], int],
-        active: Callable[[], bool] = lambda: True,
-    ) -> None:
-        super().__init__(name="lakegate-maintenance", daemon=True)
-        self.cfg = cfg
-        self.refs = refs
-        self.stop_event = stop
-        self.appended = appended  #: rows the worker has appended to a table's change log so far
-        self.active = active  #: whether the worker holds the source's lease (no upkeep beside another worker)
-        self.catalog = lake_catalog.from_settings(lake)
-        self.tables: dict[TableRef, LakeTable] = {}
-        self.folds = 0
-
-    def _table(self, ref: TableRef) -> LakeTable | None:
-        if ref not in self.tables:
-            try:
-                self.tables[ref] = LakeTable.open(self.catalog, ref)
-            except LakeError:
-                return None  # not created yet
-        return self.tables[ref]
-
-    def run(self) -> None:
-        cfg = self.cfg
-        last_fold = {ref: time.monotonic() for ref in self.refs}
-        folded_rows = {ref: 0 for ref in self.refs}
-        last_maintenance = time.monotonic()
-        while not self.stop_event.wait(0.5):
-            if not self.active():
-                continue
-            now = time.monotonic()
-            for ref in self.refs:
-                appended = self.appended(ref)
-                pending = appended - folded_rows[ref]
-                due = pending and (now - last_fold[ref] >= cfg.fold_interval or pending >= cfg.fold_rows)
-                table = self._table(ref) if due else None
-                folded = self._guarded(ref, "fold", functools.partial(table.fold, wait=False)) if table else None
-                if isinstance(folded, int) and folded >= 0:  # -1: the table is being copied, try again later
-                    last_fold[ref], folded_rows[ref] = time.monotonic(), appended
-                    self.folds += 1
-            if cfg.maintenance_interval and now - last_maintenance >= cfg.maintenance_interval:
-                for ref in self.refs:
-                    table = self._table(ref)
-                    if table is not None:
-                        self._guarded(
-                            ref,
-                            "maintenance",
-                            lambda t=table: maintain_table(  # type: ignore[misc]
-                                t, cfg, fold=False, compact=True, expire=True
-                            ),
-                        )
-                last_maintenance = time.monotonic()
-
-    def _guarded(self, ref: TableRef, what: str, action: Callable[[], object]) -> object:
-        """``action()``'s result, or None when it failed (logged)."""
-        try:
-            return action()
-        except TransientError as exc:
-            log.info("%s of %s postponed: %s", what, ref, exc)
-        except (ConnectorError, OSError, ValueError) as exc:
-            log.error("%s of %s failed: %s", what, ref, exc)
-        return None
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:

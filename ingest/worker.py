@@ -39,8 +39,8 @@ from lakegate.connectors.postgres.types import ConversionError
 from lakegate.ingest import apply
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
-from lakegate.ingest.maintain import MaintenanceThread
 from lakegate.ingest.progress import Progress
+from lakegate.ingest.upkeep import MaintenanceThread
 
 log = logging.getLogger("lakegate.ingest")
 
@@ -76,6 +76,7 @@ class Worker:
         self.on_flush: Callable[[Flush], None] | None = None
         self.source: PostgresSource | None = None  #: while running, for status and tests
         self.committer: Committer | None = None
+        self.upkeep: MaintenanceThread | None = None
         #: tables to copy again under a fresh snapshot on the next start of the stream (see ingest.ddl)
         self.recopy: set[TableRef] = set()
 
@@ -92,12 +93,14 @@ class Worker:
             lambda ref: self.status[ref].rows_appended,
             active=self.leased.is_set,
         )
+        self.upkeep = upkeep
         upkeep.start()
         try:
             self._run_with_retries()
         finally:
             done.set()
             upkeep.join(60)
+            self.upkeep = None
 
     def _run_with_retries(self) -> None:
         backoff = 0.5
@@ -237,6 +240,8 @@ class Worker:
         committer.start()
 
         def confirm() -> None:  # on the reading thread: the only one that talks to PostgreSQL
+            if self.upkeep is not None:
+                self.upkeep.check()  # upkeep failing for too long stops the worker
             for flush in committer.completed():
                 self._confirm(source, flush)
             if committer.in_flight == 0:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
+from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, LessThan
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.table import Table, Transaction
@@ -119,7 +120,18 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
     if not victims:
         return Result()
     before = referenced_paths(table, victims)
-    table.maintenance.expire_snapshots().by_ids(sorted(victims)).commit()
+    for attempt in range(1, 5):  # the worker commits every second: a conflict is likely, and harmless
+        try:
+            table.maintenance.expire_snapshots().by_ids(sorted(victims)).commit()
+            break
+        except CommitFailedException as exc:
+            table.refresh()
+            victims = {s.snapshot_id for s in table.metadata.snapshots if s.snapshot_id in victims}
+            current = table.current_snapshot()
+            if current is not None:
+                victims.discard(current.snapshot_id)
+            if attempt == 4 or not victims:
+                raise CommitConflict(f"expiring snapshots of {'.'.join(table.name())} conflicted: {exc}") from exc
     table.refresh()
     after = referenced_paths(table)
     orphans = before - after

@@ -292,6 +292,13 @@ class LakeTable:
         if wanted:
             self._commit(changelog, lambda txn: txn.set_properties(wanted))
 
+    def remove_properties(self, names: set[str]) -> None:
+        assert self.changelog is not None
+        changelog = self.changelog
+        present = {n for n in names if n in changelog.properties}
+        if present:
+            self._commit(changelog, lambda txn: txn.remove_properties(*present))
+
     def state_checkpoint(self) -> Position:
         if self.state is None:
             return ZERO
