@@ -255,6 +255,8 @@ def test_postgres_sessions_carry_nothing_from_one_query_to_the_next(
         ).fetchone()  # type: ignore[misc]
         assert locks == 0
         assert engine.fetch("SHOW search_path")[0] == ("pg_catalog,pg_temp",)
+        for _ in range(8):  # a statement run often is never prepared behind the reset's back
+            assert engine.fetch("SELECT count(*) FROM pg_class WHERE relname = %s", ("secrets",)) == [(1,)]
     finally:
         engine.close()
 

@@ -69,6 +69,10 @@ class PostgresEngine:
         self.connect_timeout = connect_timeout
         kwargs = connect_kwargs(dsn, application_name="lakegate-gateway", settings=SESSION_SETTINGS)
         kwargs["autocommit"] = True
+        # no server-side prepared statements of psycopg's own: DISCARD ALL (the pool's reset) deallocates them,
+        # and psycopg notices that only the first time a session runs it ("prepared statement _pg3_0 does not
+        # exist" on the sixth catalog query of a session, measured with psycopg 3.3)
+        kwargs["prepare_threshold"] = None
         self._pool = ConnectionPool(
             kwargs=kwargs,
             min_size=1,
