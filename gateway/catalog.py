@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import QueryError
+from lakegate.gateway import deadline
 from lakegate.gateway.errors import Forbidden, NotFound, Unavailable
 from lakegate.gateway.lake import Lake
 
@@ -133,7 +134,8 @@ class Catalog:
         if cached is not None and refresh and time.monotonic() - cached[0] < 0.2:
             return cached[1]
         try:
-            rows = self.postgres[source].fetch(PG_TABLES)
+            with deadline.shielded():  # I/O: never interrupted half-way by a request's time limit
+                rows = self.postgres[source].fetch(PG_TABLES, timeout=deadline.remaining(deadline.current(), 10.0))
         except QueryError as exc:
             raise Unavailable(f"cannot list the tables of PostgreSQL source {source!r}: {exc}") from exc
         tables = {(schema, name): kind for schema, name, kind in rows}

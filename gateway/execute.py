@@ -98,12 +98,20 @@ class Watchdog:
 class Execution:
     """One query on one engine: ``start()``, then iterate ``batches()``; ``cancel()`` from any thread."""
 
-    def __init__(self, stream: ResultStream, limits: Limits, watchdog: Watchdog, route: str) -> None:
+    def __init__(
+        self,
+        stream: ResultStream,
+        limits: Limits,
+        watchdog: Watchdog,
+        route: str,
+        deadline: float | None = None,
+    ) -> None:
         self.stream = stream
         self.limits = limits
         self.route = route
         self.started_at = time.monotonic()
-        self.deadline = self.started_at + limits.timeout
+        #: the request's deadline, set before it was parsed (the time limit covers the whole request)
+        self.deadline = deadline if deadline is not None else self.started_at + limits.timeout
         self.truncated = False
         self.rows = 0
         self.bytes = 0

@@ -11,7 +11,7 @@ import ipaddress
 import logging
 import signal
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from lakegate.connectors.config import SettingsError
 from lakegate.gateway import encoders
 from lakegate.gateway.config import GatewaySettings
-from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unauthorized
+from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unauthorized, Unavailable
 from lakegate.gateway.http_limits import Admit, protocol
 from lakegate.gateway.http_query import Admission, Runner, run_query
 from lakegate.gateway.service import Gateway
@@ -54,6 +54,7 @@ class QueryRequest(BaseModel):
 
 class ExplainRequest(BaseModel):
     sql: str
+    timeout_ms: float | None = Field(default=None, description="Time limit (at most the server's timeout).")
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -130,24 +131,34 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
             admission.release()
             raise
 
+    async def admitted(request: Request, timeout: float, fn: Callable[..., T], *args: Any) -> T:
+        """Every endpoint that works on the engines or catalogs takes a worker slot like a query does."""
+        admission: Admission = request.app.state.admission
+        await admission.acquire(timeout)
+        try:
+            return await runner.call(fn, *args)
+        finally:
+            admission.release()
+
     @app.post("/v1/explain", tags=["query"])
-    async def explain(body: ExplainRequest) -> dict[str, Any]:
+    async def explain(body: ExplainRequest, request: Request) -> dict[str, Any]:
         _check_text(body.sql)
-        return await runner.call(gateway.explain, body.sql)
+        timeout = gateway.limits(None, body.timeout_ms).timeout
+        return await admitted(request, timeout, gateway.explain, body.sql, body.timeout_ms)
 
     @app.get("/v1/schema", tags=["catalog"])
-    async def schema() -> dict[str, Any]:
-        return await runner.call(gateway.schema)
+    async def schema(request: Request) -> dict[str, Any]:
+        return await admitted(request, cfg.timeout, gateway.schema)
 
     @app.get("/v1/status", tags=["catalog"])
-    async def status() -> dict[str, Any]:
-        return await runner.call(gateway.status)
+    async def status(request: Request) -> dict[str, Any]:
+        return await admitted(request, cfg.timeout, gateway.status)
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
-    async def metrics() -> PlainTextResponse:
-        try:
-            figures = await runner.call(gateway.status)
-        except GatewayError:  # the lake's catalog is down: the gateway's own figures are still worth having
+    async def metrics(request: Request) -> PlainTextResponse:
+        try:  # a busy gateway still reports its own figures (without waiting for a slot)
+            figures = await admitted(request, 0.001, gateway.status)
+        except GatewayError:  # busy, or the lake's catalog is down
             figures = {"tables": [], "cache": gateway.cache_figures()}
         return PlainTextResponse(gateway.metrics.render(figures), media_type="text/plain; version=0.0.4")
 
@@ -186,6 +197,8 @@ def _install_handlers(app: FastAPI) -> None:
         headers = {"X-Request-Id": rid} if rid else {}
         if isinstance(error, Unauthorized):
             headers["WWW-Authenticate"] = 'Bearer realm="lakegate", Basic realm="lakegate"'
+        if isinstance(error, Unavailable):
+            headers["Retry-After"] = "1"  # busy or a source down: worth trying again shortly
         return JSONResponse(error.body(rid), status_code=error.status, headers=headers)
 
     @app.exception_handler(GatewayError)

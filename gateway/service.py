@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +25,13 @@ import pyarrow as pa
 from lakegate.connectors.config import LakeSettings, SettingsError, SourceSettings
 from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
 from lakegate.connectors.postgres.engine import PostgresEngine, privileged_message
-from lakegate.connectors.query import QueryError
+from lakegate.connectors.query import QueryCancelled, QueryError
+from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
 from lakegate.gateway.cache import LakeCache, Lease
 from lakegate.gateway.catalog import POSTGRES, Catalog
 from lakegate.gateway.config import GatewaySettings
-from lakegate.gateway.errors import BadRequest, Forbidden, GatewayError, Unavailable
+from lakegate.gateway.errors import BadRequest, Forbidden, GatewayError, QueryTimeout, Unavailable
 from lakegate.gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from lakegate.gateway.guard import Guard
 from lakegate.gateway.lake import Lake
@@ -184,10 +186,26 @@ class Gateway:
         return Limits(max_rows=rows, timeout=timeout, max_bytes=cfg.max_result_bytes)
 
     def plan(
-        self, sql: str, max_rows: int | None = None, leases: list[Lease] | None = None
+        self,
+        sql: str,
+        max_rows: int | None = None,
+        leases: list[Lease] | None = None,
+        deadline: float | None = None,
     ) -> tuple[parse_mod.Statement, Plan | None]:
         """Parse, guard and route ``sql`` (no engine runs). The plan is None for SHOW and DESCRIBE. With
-        ``leases``, lake tables may be read from the lake cache, and the cache tables used are pinned there."""
+        ``leases``, lake tables may be read from the lake cache, and the cache tables used are pinned there.
+        Parsing, guarding and routing stop with a 408 once ``deadline`` (monotonic) passes."""
+        try:
+            return self._plan(sql, max_rows, leases, deadline)
+        except deadline_mod.Interrupted:
+            raise QueryTimeout(
+                "the query's time limit passed while it was parsed and planned (the statement is very large "
+                "or deeply nested); it was stopped: make it smaller, or ask for a longer timeout_ms"
+            ) from None
+
+    def _plan(
+        self, sql: str, max_rows: int | None, leases: list[Lease] | None, deadline: float | None
+    ) -> tuple[parse_mod.Statement, Plan | None]:
         listing: dict[tuple[str, str], str | None] | None = None
 
         def fingerprint(routed: Routed) -> Any:
@@ -199,15 +217,17 @@ class Gateway:
         if cached is not None:
             statement, routed = cached.statement, cached.routed
         else:
-            statement = parse_mod.parse(sql)
+            with deadline_mod.interruptible(deadline, self.watchdog):
+                statement = parse_mod.parse(sql)
             if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
                 return statement, None
             assert statement.ast is not None
             listing = self._listing() if listing is None else listing
             text = statement.sql if statement.kind == parse_mod.QUERY else None
             try:
-                self.guard.check(statement.ast, statement.start)
-                routed = self.router.route(statement.ast, max_rows, listing, text)
+                with deadline_mod.interruptible(deadline, self.watchdog):
+                    self.guard.check(statement.ast, statement.start)
+                    routed = self.router.route(statement.ast, max_rows, listing, text)
             except RecursionError:  # sqlglot copies and writes SQL recursively
                 raise parse_mod.too_deep() from None
             self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed)
@@ -262,17 +282,19 @@ class Gateway:
     def prepare(self, sql: str, *, max_rows: int | None = None, timeout_ms: float | None = None) -> Execution:
         """An execution of ``sql`` that is ready to ``start()``."""
         limits = self.limits(max_rows, timeout_ms)
+        deadline = time.monotonic() + limits.timeout  # the whole request: planning, EXPLAIN, run, stream
         leases: list[Lease] = []
         try:
-            statement, plan = self.plan(sql, limits.max_rows, leases)
+            statement, plan = self.plan(sql, limits.max_rows, leases, deadline)
             if plan is not None and statement.kind != parse_mod.EXPLAIN and self._reattach(plan):
                 _release(leases)  # DuckDB was rebuilt: the cache tables named by the plan are gone
-                statement, plan = self.plan(sql, limits.max_rows, leases)
+                statement, plan = self.plan(sql, limits.max_rows, leases, deadline)
             if plan is None or statement.kind == parse_mod.EXPLAIN:
-                table = self._answer(statement, plan)
-                execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE)
+                table = self._answer(statement, plan, deadline)
+                execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE, deadline)
             else:
-                execution = Execution(self._stream(plan, limits), limits, self.watchdog, plan.route)
+                stream = self._stream(plan, limits, deadline)
+                execution = Execution(stream, limits, self.watchdog, plan.route, deadline)
         except BaseException:
             _release(leases)
             raise
@@ -304,10 +326,11 @@ class Gateway:
             )
         return True
 
-    def _stream(self, plan: Plan, limits: Limits) -> Any:
+    def _stream(self, plan: Plan, limits: Limits, deadline: float) -> Any:
         if plan.route == POSTGRES_ROUTE:
             assert plan.source is not None
-            return self.postgres[plan.source].prepare(plan.sql, timeout=limits.timeout)
+            timeout = deadline_mod.remaining(deadline, limits.timeout)
+            return self.postgres[plan.source].prepare(plan.sql, timeout=timeout)
         return self.duckdb.prepare(plan.sql)
 
     def _track(self, execution: Execution, leases: list[Lease]) -> None:
@@ -333,15 +356,16 @@ class Gateway:
 
     # ------------------------------------------------------------------------------- explain, schema, status
 
-    def explain(self, sql: str) -> dict[str, Any]:
+    def explain(self, sql: str, timeout_ms: float | None = None) -> dict[str, Any]:
         leases: list[Lease] = []
+        deadline = time.monotonic() + self.limits(None, timeout_ms).timeout
         try:
-            return self._explain(sql, leases)
+            return self._explain(sql, leases, deadline)
         finally:
             _release(leases)
 
-    def _explain(self, sql: str, leases: list[Lease]) -> dict[str, Any]:
-        statement, plan = self.plan(sql, self.config.max_rows, leases)
+    def _explain(self, sql: str, leases: list[Lease], deadline: float) -> dict[str, Any]:
+        statement, plan = self.plan(sql, self.config.max_rows, leases, deadline)
         if plan is None:
             return {
                 "route": GATEWAY_ROUTE,
@@ -352,25 +376,40 @@ class Gateway:
                 "plan": f"answered by the gateway ({statement.kind.upper()})",
             }
         out = plan.explain()
-        out["plan"] = self._engine_plan(plan)
+        out["plan"] = self._engine_plan(plan, deadline)
         return out
 
-    def _engine_plan(self, plan: Plan) -> str:
+    def _engine_plan(self, plan: Plan, deadline: float) -> str:
+        """The engine's own EXPLAIN, within the request's time limit."""
         try:
             if plan.route == POSTGRES_ROUTE:
                 assert plan.source is not None
-                rows = self.postgres[plan.source].fetch(f"EXPLAIN {plan.sql}")
-                return "\n".join(r[0] for r in rows)
-            table = self.duckdb.run(f"EXPLAIN {plan.sql}")
-            try:
-                rows = pa.Table.from_batches(list(table), schema=table.schema).to_pylist()
-            finally:
-                table.close()
+                timeout = deadline_mod.remaining(deadline, self.config.timeout)
+                lines = self.postgres[plan.source].fetch(f"EXPLAIN {plan.sql}", timeout=timeout)
+                return "\n".join(r[0] for r in lines)
+            rows = self._duckdb_rows(f"EXPLAIN {plan.sql}", deadline)
             return "\n".join(str(r.get("explain_value", "")) for r in rows)
+        except QueryCancelled as exc:
+            raise QueryTimeout("the time limit passed while the engine explained the query") from exc
         except QueryError as exc:
+            if exc.sqlstate == "57014":
+                raise QueryTimeout("the time limit passed while PostgreSQL explained the query") from exc
             raise engine_error(exc) from exc
 
-    def _answer(self, statement: parse_mod.Statement, plan: Plan | None) -> pa.Table:
+    def _duckdb_rows(self, sql: str, deadline: float | None) -> list[dict[str, Any]]:
+        """A small DuckDB query of the gateway's own, interrupted at ``deadline``."""
+        result = self.duckdb.prepare(sql)
+        handle = self.watchdog.watch(deadline, result.cancel) if deadline is not None else None
+        try:
+            with deadline_mod.shielded():
+                result.start()
+                return pa.Table.from_batches(list(result), schema=result.schema).to_pylist()
+        finally:
+            if handle is not None:
+                self.watchdog.unwatch(handle)
+            result.close()
+
+    def _answer(self, statement: parse_mod.Statement, plan: Plan | None, deadline: float) -> pa.Table:
         if statement.kind == parse_mod.EXPLAIN:
             assert plan is not None
             info = plan.explain()
@@ -380,7 +419,7 @@ class Gateway:
                     "source": [plan.source],
                     "sql": [plan.sql],
                     "tables": [", ".join(info["tables"])],
-                    "plan": [self._engine_plan(plan)],
+                    "plan": [self._engine_plan(plan, deadline)],
                 }
             )
         if statement.kind == parse_mod.SHOW:
@@ -405,8 +444,12 @@ class Gateway:
         return figures
 
     def _evaluate(self, sql: str) -> Any:
+        """A time-travel argument's value (routing calls it), within the request's time limit."""
         try:
-            return self.duckdb.value(sql)
+            rows = self._duckdb_rows(sql, deadline_mod.current())
+            return next(iter(rows[0].values())) if rows else None
+        except QueryCancelled as exc:
+            raise QueryTimeout("the time limit passed while the time-travel argument was evaluated") from exc
         except QueryError as exc:
             raise BadRequest(f"cannot evaluate the time-travel argument: {exc}") from exc
         except (OverflowError, ValueError) as exc:  # 'infinity' as a time: no Python datetime holds it

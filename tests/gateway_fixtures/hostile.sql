@@ -274,3 +274,23 @@
 403 || not allowed || LISTEN lakegate
 403 || SET || SET search_path = public
 200 || "x":"abc" || SELECT pg_catalog.lower('ABC') AS x FROM pg.public.secrets LIMIT 1
+# --- 9.7 the time limit covers the whole request: parsing, planning, time-travel arguments, EXPLAIN, execution
+408 || time limit || SELECT count(*) AS n FROM pg.public.secrets WHERE id IN (0<<, 1>>*100000) || {"timeout_ms": 300}
+408 || time limit || SELECT count(*) AS n FROM lake.public.facts WHERE id IN (0<<, 1>>*100000) || {"timeout_ms": 300}
+408 || time limit || EXPLAIN SELECT count(*) AS n FROM lake.public.facts WHERE id IN (0<<, 1>>*100000) || {"timeout_ms": 300}
+408 || time limit || SELECT count(*) AS n FROM lake.public.facts WHERE id IN (0<<, 1>>*100000) || {"endpoint": "explain", "timeout_ms": 300}
+408 || time limit || SELECT 1 AS x WHERE 1 IN (0<<, 1>>*100000) || {"timeout_ms": 300}
+408 || time limit || SELECT md5(repeat('x', 100000000)) AS h FROM pg.public.secrets || {"timeout_ms": 200}
+408 || time limit || SELECT count(*) FROM range(100000000000) || {"timeout_ms": 300}
+408 || time limit || SELECT pg_sleep(5) FROM pg.public.secrets LIMIT 1 || {"timeout_ms": 300}
+408 || time limit || SELECT pg_sleep(5) FROM lake.public.facts LIMIT 1 || {"timeout_ms": 300}
+408 || time limit || SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF now() - CASE WHEN pg_sleep(5) IS NULL THEN interval '1 second' END || {"timeout_ms": 300}
+408 || time limit || EXPLAIN SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF now() - CASE WHEN pg_sleep(5) IS NULL THEN interval '1 second' END || {"timeout_ms": 300}
+408 || time limit || SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF now() - CASE WHEN pg_sleep(5) IS NULL THEN interval '1 second' END || {"endpoint": "explain", "timeout_ms": 300}
+400 || subqueries inside expressions || SELECT <<(SELECT >>*30 1 <<)>>*30
+400 || subqueries inside expressions || SELECT <<(SELECT >>*16 1 <<)>>*16 FROM lake.public.facts
+400 || subqueries inside expressions || SELECT 1 WHERE <<EXISTS (SELECT 1 WHERE >>*16 true <<)>>*16
+200 || "x":1 || SELECT <<(SELECT >>*12 1 <<)>>*12 AS x
+# --- 9.9 every endpoint is admitted (a worker slot, the queue, 503 with Retry-After when full)
+200 || "sources" || - || {"endpoint": "schema"}
+200 || "route":"gateway" || SHOW TABLES || {"endpoint": "explain"}
