@@ -11,6 +11,8 @@ import json
 import re
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -336,3 +338,39 @@ def test_a_role_granted_more_after_start_is_refused_by_its_next_session(
             admin.execute(f"REVOKE pg_read_server_files FROM {role}")
     finally:
         engine.close()
+
+
+def test_every_endpoint_is_admitted(pg_dsn: str, lake_dir: Path, pg: psycopg.Connection) -> None:
+    """With the one worker busy and no queue, /v1/explain, /v1/schema and /v1/status answer 503 with Retry-After
+    like queries do (they used to run beside the limits); /metrics still reports."""
+    pg.execute("CREATE TABLE one (x int)")
+    pg.execute("INSERT INTO one VALUES (1)")
+    settings = gateway_settings(pg_dsn, lake_dir, workers=1, max_queue=0, tokens=[TOKEN])
+    with live_server(settings) as live:
+
+        def hold() -> None:
+            with live.client(TOKEN) as client:
+                client.post("/v1/query", json={"sql": "SELECT pg_sleep(3) FROM pg.public.one"})
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            deadline = time.monotonic() + 10
+            while live.gateway.metrics.in_flight < 1 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            with live.client(TOKEN) as client:
+                answers = [
+                    client.post("/v1/query", json={"sql": "SELECT 1"}),
+                    client.post("/v1/explain", json={"sql": "SELECT 1"}),
+                    client.get("/v1/schema"),
+                    client.get("/v1/status"),
+                ]
+                metrics = client.get("/metrics")
+        finally:
+            holder.join(30)
+        for answer in answers:
+            assert answer.status_code == 503, answer.text
+            assert answer.headers["retry-after"] == "1" and "busy" in answer.json()["error"]["message"]
+        assert metrics.status_code == 200 and "lakegate_queries_in_flight" in metrics.text
+        with live.client(TOKEN) as client:
+            assert client.post("/v1/explain", json={"sql": "SELECT 1"}).json()["route"] == "duckdb"
