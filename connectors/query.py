@@ -29,6 +29,7 @@ UNDEFINED = "undefined"  #: a table, column, function or type the engine does no
 INVALID = "invalid"  #: a value, cast or argument the engine rejects at run time
 PERMISSION = "permission"  #: the sandbox or a read-only transaction refused an action
 RESOURCES = "resources"  #: out of memory or a similar limit of the engine
+TOO_LARGE = "too_large"  #: the result passed the size cap the caller set
 UNAVAILABLE = "unavailable"  #: the engine or its source cannot be reached
 INTERNAL = "internal"  #: anything else
 

@@ -39,6 +39,13 @@ class GatewaySettings:
         kind="duration",
     )
     max_connections: int = setting("Open connections at most; beyond it new ones are closed at once.", 2000)
+    memory_margin: int = setting(
+        "Memory 'lakegate serve' may use beyond duckdb_memory_limit (Python, parsed statements, result batches, "
+        "thread stacks); the process's data segment is capped at the sum, so that no query can take the host's "
+        "memory (0 = no cap).",
+        2**30,
+        kind="size",
+    )
     cache_bytes: int = setting(
         "Memory for the lake cache: hot lake tables kept in DuckDB memory at their current snapshot, least "
         "recently used evicted first (0 = off; at most half of DuckDB's memory limit). The default holds a "

@@ -12,6 +12,11 @@ made from an armed region (the catalog's PostgreSQL listing, time-travel evaluat
 Written by hand: neither sqlglot nor the standard library offers a way to bound the time of a parse, and a
 trace or profile hook (``sys.settrace``) tripled the cost of planning every statement when measured here.
 
+The exception is only injected while the thread runs sqlglot's or the gateway's own code, never a finalizer or
+a weakref callback that a garbage collection happens to run in that thread (Python would swallow it there and
+report it as "unraisable"); otherwise the watchdog tries again a few milliseconds later. Statements too small to
+take long are not preempted at all (their deadline is checked around their I/O and at the end).
+
 Disarming is race-free: the watchdog injects only while holding the region's mutex and seeing it armed; the
 thread clears ``armed``, waits for the mutex (an injection in progress completes) and then clears any pending
 exception. After :meth:`Region.disarm` returns no exception can arrive; if one fired earlier it surfaces as
@@ -21,11 +26,13 @@ exception. After :meth:`Region.disarm` returns no exception can arrive; if one f
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Interrupted(BaseException):  # noqa: N818 - not an error of the code it interrupts, like KeyboardInterrupt
@@ -50,24 +57,41 @@ def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> int:
     )
 
 
+#: Code the exception may land in: the parser and the gateway's own planning (never a finalizer or a weakref
+#: callback that a garbage collection happens to run in the thread, which would swallow it as "unraisable").
+_HOT = (f"{os.sep}sqlglot{os.sep}", f"{os.sep}gateway{os.sep}")
+_RETRY = 0.002
+
+
 class Region:
     """One armed stretch of a thread's work (see the module doc)."""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, watchdog: Watchdog | None) -> None:
         self.deadline = deadline
         self.thread_id = threading.get_ident()
+        self.watchdog = watchdog
         self.armed = False
         self.fired = False
         self._mutex = threading.Lock()
 
     def fire(self) -> None:
-        """Watchdog thread: interrupt the region's thread if it is in armed code."""
+        """Watchdog thread: interrupt the region's thread if it is in armed code, in the parser or the planner
+        (else try again a moment later)."""
         if not self._mutex.acquire(timeout=1.0):  # never block the watchdog for long
             return
         try:
-            if self.armed and not self.fired:
-                self.fired = True
-                _set_async_exc(self.thread_id, Interrupted)
+            if not self.armed or self.fired:
+                return
+            frame = sys._current_frames().get(self.thread_id)
+            code = frame.f_code if frame is not None else None
+            if code is None or code.co_name in ("__del__", "remove") or not any(
+                part in code.co_filename for part in _HOT
+            ):
+                if self.watchdog is not None:
+                    self.watchdog.watch(time.monotonic() + _RETRY, self.fire)
+                return
+            self.fired = True
+            _set_async_exc(self.thread_id, Interrupted)
         finally:
             self._mutex.release()
 
@@ -86,13 +110,15 @@ class Region:
 
 
 @contextmanager
-def interruptible(deadline: float | None, watchdog: Watchdog) -> Iterator[None]:
-    """Run the block so that it ends with :class:`Interrupted` once ``deadline`` (monotonic) passes."""
+def interruptible(deadline: float | None, watchdog: Watchdog, *, preempt: bool = True) -> Iterator[None]:
+    """Run the block so that it ends with :class:`Interrupted` once ``deadline`` (monotonic) passes. Without
+    ``preempt`` (work known to be short) the deadline is only checked at the block's ends and around the I/O
+    inside it (:func:`shielded`, :func:`current`)."""
     if deadline is None or getattr(_local, "region", None) is not None:
         yield
         return
-    region = Region(deadline)
-    handle = watchdog.watch(deadline, region.fire)
+    region = Region(deadline, watchdog if preempt else None)
+    handle = watchdog.watch(deadline, region.fire) if preempt else None
     _local.region = region
     try:
         region.arm()
@@ -102,7 +128,22 @@ def interruptible(deadline: float | None, watchdog: Watchdog) -> Iterator[None]:
             region.disarm()
     finally:
         _local.region = None
-        watchdog.unwatch(handle)
+        if handle is not None:
+            watchdog.unwatch(handle)
+
+
+def _ignore_interrupted(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    def unraisable(info: Any) -> None:
+        if not isinstance(info.exc_value, Interrupted):
+            hook(info)
+
+    return unraisable
+
+
+def quiet_unraisable() -> None:
+    """An interruption that a finalizer swallowed anyway (the request still ends with its 408) is not worth
+    a traceback on the server's console."""
+    sys.unraisablehook = _ignore_interrupted(sys.unraisablehook)
 
 
 def current() -> float | None:

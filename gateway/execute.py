@@ -23,6 +23,7 @@ from lakegate.connectors.query import (
     PERMISSION,
     RESOURCES,
     SYNTAX,
+    TOO_LARGE,
     UNAVAILABLE,
     UNDEFINED,
     QueryCancelled,
@@ -213,6 +214,8 @@ def engine_error(exc: QueryError) -> GatewayError:
         error = QueryFailed(message)
     elif exc.kind == PERMISSION:
         error = Forbidden(f"{engine} refused: {message[len(engine) + 2 :]}")
+    elif exc.kind == TOO_LARGE:
+        error = TooLarge(str(exc))
     elif exc.kind == RESOURCES:
         error = TooLarge(f"{engine} ran out of resources: {message[len(engine) + 2 :]}")
     elif exc.kind == UNAVAILABLE:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lakegate.connectors.config import SettingsError
-from lakegate.gateway import encoders
+from lakegate.gateway import deadline, encoders, memory
 from lakegate.gateway.config import GatewaySettings
 from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unauthorized, Unavailable
 from lakegate.gateway.http_limits import Admit, protocol
@@ -272,8 +272,11 @@ class _Server(uvicorn.Server):
 def serve(gateway: Gateway) -> None:
     """``lakegate serve``: run ``gateway`` (not opened yet) over HTTP until SIGTERM/SIGINT."""
     check_bind(gateway.config)
+    deadline.quiet_unraisable()
     try:
         gateway.check_roles()
+        gateway.open()
+        memory.cap(gateway.duckdb.memory_limit(), gateway.config.memory_margin)
     except BaseException:
         gateway.close()
         raise

@@ -17,6 +17,7 @@ configuration, so it is kept with the routing. Errors are not cached.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,14 +37,24 @@ class Cached:
     fingerprint: Any
 
 
-class PlanCache:
-    """An LRU map ``(sql, max_rows) -> routing``, valid under one fingerprint of the catalog."""
+def _weight(sql: str, routed: Routed) -> int:
+    """Bytes an entry holds, roughly: its texts (the statement's AST is not kept) and a fixed overhead."""
+    texts = (routed.body, routed.head, routed.ctes, routed.main, *routed.pg_split)
+    return 1024 + 2 * len(sql) + sum(len(t) for t in texts) + 256 * (len(routed.lakes) + len(routed.pgs))
 
-    def __init__(self, size: int = 512) -> None:
+
+class PlanCache:
+    """An LRU map ``(sql, max_rows) -> routing``, valid under one fingerprint of the catalog, bounded in entries
+    and in bytes (``max_bytes``)."""
+
+    def __init__(self, size: int = 512, max_bytes: int = 32 * 2**20) -> None:
         self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self.hits = 0
         self.misses = 0
         self._entries: OrderedDict[tuple[str, int | None], Cached] = OrderedDict()
+        self._weights: dict[tuple[str, int | None], int] = {}
         self._lock = threading.Lock()
 
     def get(self, sql: str, max_rows: int | None, fingerprint: Callable[[Routed], Any]) -> Cached | None:
@@ -66,18 +77,26 @@ class PlanCache:
     def put(
         self, sql: str, max_rows: int | None, fingerprint: Any, statement: Statement, routed: Routed
     ) -> None:
-        if self.size <= 0 or len(sql) > MAX_SQL or not routed.literal_travel:
+        weight = _weight(sql, routed)
+        if self.size <= 0 or len(sql) > MAX_SQL or not routed.literal_travel or weight > self.max_bytes:
             return
+        key = (sql, max_rows)
+        kept = dataclasses.replace(statement, ast=None)  # the AST (~100 bytes per character of SQL) is done with
         with self._lock:
-            self._entries[(sql, max_rows)] = Cached(statement, routed, fingerprint)
-            self._entries.move_to_end((sql, max_rows))
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            self.bytes += weight - self._weights.get(key, 0)
+            self._entries[key] = Cached(kept, routed, fingerprint)
+            self._weights[key] = weight
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size or self.bytes > self.max_bytes:
+                old, _ = self._entries.popitem(last=False)
+                self.bytes -= self._weights.pop(old)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._weights.clear()
+            self.bytes = 0
 
     def figures(self) -> dict[str, int]:
         with self._lock:
-            return {"entries": len(self._entries), "hits": self.hits, "misses": self.misses}
+            return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}

@@ -42,6 +42,9 @@ from lakegate.gateway.schema import describe_table, schema_listing, show
 from lakegate.gateway.status import lake_status
 
 log = logging.getLogger("lakegate.gateway")
+#: Statements longer than this (characters) are interrupted in the middle of parsing and planning when their
+#: time limit passes; shorter ones take milliseconds and only check it around their I/O and at the end.
+PREEMPT_SQL = 4096
 
 
 class TableStream:
@@ -217,7 +220,8 @@ class Gateway:
         if cached is not None:
             statement, routed = cached.statement, cached.routed
         else:
-            with deadline_mod.interruptible(deadline, self.watchdog):
+            preempt = len(sql) > PREEMPT_SQL  # a shorter statement is parsed and planned in milliseconds
+            with deadline_mod.interruptible(deadline, self.watchdog, preempt=preempt):
                 statement = parse_mod.parse(sql)
             if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
                 return statement, None
@@ -225,7 +229,7 @@ class Gateway:
             listing = self._listing() if listing is None else listing
             text = statement.sql if statement.kind == parse_mod.QUERY else None
             try:
-                with deadline_mod.interruptible(deadline, self.watchdog):
+                with deadline_mod.interruptible(deadline, self.watchdog, preempt=preempt):
                     self.guard.check(statement.ast, statement.start)
                     routed = self.router.route(statement.ast, max_rows, listing, text)
             except RecursionError:  # sqlglot copies and writes SQL recursively
@@ -330,8 +334,11 @@ class Gateway:
         if plan.route == POSTGRES_ROUTE:
             assert plan.source is not None
             timeout = deadline_mod.remaining(deadline, limits.timeout)
-            return self.postgres[plan.source].prepare(plan.sql, timeout=timeout)
-        return self.duckdb.prepare(plan.sql)
+            return self.postgres[plan.source].prepare(plan.sql, timeout=timeout, max_bytes=limits.max_bytes)
+        # batches small enough that one of 1 KiB rows fits the result cap: a result over the cap fails after
+        # about the cap, not after a 65,536-row batch
+        rows = max(2048, min(65536, limits.max_bytes // 1024))
+        return self.duckdb.prepare(plan.sql, batch_rows=rows)
 
     def _track(self, execution: Execution, leases: list[Lease]) -> None:
         self._executions.add(execution)

@@ -114,3 +114,28 @@ def test_tokens_are_compared_whole_and_never_from_the_user_name() -> None:
     assert unauthorized_reason("Bearer tok", ["other", "tok"]) is None
     assert unauthorized_reason("Bearer to", ["tok"]) == "the token is not valid"
     assert unauthorized_reason("", []) is None
+
+
+def test_planning_is_interrupted_at_its_deadline_and_nothing_is_left_pending() -> None:
+    import time
+
+    from lakegate.gateway.deadline import Interrupted, interruptible, shielded
+    from lakegate.gateway.execute import Watchdog
+
+    watchdog = Watchdog()
+    sql = "SELECT 1 WHERE 1 IN (" + ", ".join(["1"] * 200_000) + ")"  # seconds of sqlglot work
+    try:
+        with pytest.raises(Interrupted), interruptible(time.monotonic() + 0.2, watchdog):
+            sqlglot.parse_one(sql, read="postgres")
+        assert sum(range(3_000_000)) > 0  # no exception was left pending for this thread
+        # a shielded block (I/O, locks) is never interrupted; a deadline that passed in it ends the region after
+        finished = False
+        with pytest.raises(Interrupted), interruptible(time.monotonic() + 0.05, watchdog):
+            with shielded():
+                time.sleep(0.3)
+                finished = True
+        assert finished
+        with interruptible(time.monotonic() + 30, watchdog):  # in time: no trace of the earlier regions
+            assert sqlglot.parse_one("SELECT 1", read="postgres") is not None
+    finally:
+        watchdog.stop()

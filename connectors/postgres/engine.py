@@ -44,6 +44,7 @@ from lakegate.connectors.query import (
     PERMISSION,
     RESOURCES,
     SYNTAX,
+    TOO_LARGE,
     UNAVAILABLE,
     UNDEFINED,
     QueryCancelled,
@@ -135,9 +136,14 @@ class PostgresEngine:
             conn.close()
         self._pool.putconn(conn)
 
-    def prepare(self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES) -> PostgresResult:
-        """A result for ``sql`` that :meth:`PostgresResult.start` runs (it can be cancelled from then on)."""
-        return PostgresResult(self, sql, timeout, chunk_bytes)
+    def prepare(
+        self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES, max_bytes: int | None = None
+    ) -> PostgresResult:
+        """A result for ``sql`` that :meth:`PostgresResult.start` runs (it can be cancelled from then on). A
+        result whose text from PostgreSQL exceeds ``max_bytes`` fails (TOO_LARGE) before it is converted."""
+        result = PostgresResult(self, sql, timeout, chunk_bytes)
+        result.max_bytes = max_bytes
+        return result
 
     def run(self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES) -> PostgresResult:
         """Start ``sql``; returns once its columns are known and rows can be read."""
@@ -287,6 +293,7 @@ class PostgresResult:
         self._cancelled = threading.Event()
         self._copy_cm: AbstractContextManager[Any] | None = None
         self.schema = pa.schema([])
+        self.max_bytes: int | None = None  #: cap on the COPY text received
 
     def start(self) -> None:
         """Take a session, describe the result, start the COPY (blocks until PostgreSQL sends rows)."""
@@ -321,13 +328,23 @@ class PostgresResult:
             self._copy = self._copy_cm.__enter__()
         except psycopg.Error as exc:
             self._copy_cm = None
-            raise translate(exc, cancelled=self._cancelled.is_set()) from exc
+            raise self._translate(exc) from exc
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         codecs = dict(zip(self._names, self._codecs, strict=True))
         buf = bytearray()
+        received, cap = 0, self.max_bytes
         try:
             for data in self._copy:
+                received += len(data)
+                if cap is not None and received > cap:
+                    self._finish(QueryCancelled(engine="postgres"))
+                    raise QueryError(
+                        f"the result is larger than the gateway's cap of {cap} bytes (after {received} bytes of "
+                        "text from PostgreSQL); select fewer rows or columns",
+                        TOO_LARGE,
+                        engine="postgres",
+                    )
                 buf += data
                 if len(buf) >= self._chunk_bytes:
                     yield from self._convert(buf, codecs)
@@ -335,9 +352,23 @@ class PostgresResult:
             self._finish(None)
         except psycopg.Error as exc:
             self._finish(exc)
-            raise translate(exc, cancelled=self._cancelled.is_set()) from exc
+            raise self._translate(exc) from exc
         if buf:
             yield from self._convert(buf, codecs)
+
+    def _translate(self, exc: psycopg.Error) -> QueryError:
+        """libpq could not allocate a row (the process's memory cap, see lakegate.gateway.memory): psycopg then
+        reports only a confused state ("COPY cannot be mixed with other operations"); say what happened."""
+        conn = self._conn
+        detail = conn.pgconn.error_message.decode(errors="replace") if conn is not None else ""
+        if "cannot allocate memory" in detail or "out of memory" in detail:
+            return QueryError(
+                f"a row of the result does not fit in the gateway's memory ({detail.splitlines()[0]}); select "
+                "fewer or smaller values",
+                RESOURCES,
+                engine="postgres",
+            )
+        return translate(exc, cancelled=self._cancelled.is_set())
 
     def _convert(self, buf: bytearray, codecs: dict[str, Codec]) -> Iterator[pa.RecordBatch]:
         try:

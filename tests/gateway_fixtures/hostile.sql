@@ -294,3 +294,8 @@
 # --- 9.9 every endpoint is admitted (a worker slot, the queue, 503 with Retry-After when full)
 200 || "sources" || - || {"endpoint": "schema"}
 200 || "route":"gateway" || SHOW TABLES || {"endpoint": "explain"}
+# --- 9.8 results over max_result_bytes (2 MiB here) fail before they are materialised, on both routes
+413 || larger than || SELECT a, repeat('x', 1000) AS filler FROM generate_series(1, 300000) a
+413 || larger than || SELECT repeat('x', 3000000) AS big FROM pg.public.secrets LIMIT 1
+413 || larger than || SELECT string_agg(repeat('x', 10000), '') AS big FROM pg.public.secrets, generate_series(1, 300) g
+413 || larger than || SELECT repeat('x', 3000000) AS big FROM lake.public.facts LIMIT 1
