@@ -6,6 +6,8 @@
     same join with both tables local in DuckDB, and vs. fetching both into pandas and merging.
 (c) A 1 M-row x 5-column result: rows/s as Arrow and as JSON through HTTP vs. psycopg fetching the same rows.
 (d) p50/p99 latency of a small lake query with 1 and with 32 concurrent clients.
+(e) p50/p99 of ``SELECT 1`` while 200 slowloris connections (request heads that never end) are held open, vs. the
+    same query on the idle gateway.
 
 The gateway runs as ``lakegate serve`` in its own process, on an embedded PostgreSQL and a SQLite-backed Iceberg
 catalog in a temporary directory, with its lake cache on (``--cache-bytes``, large enough for every table of the
@@ -21,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -368,6 +371,96 @@ def latency(gateway: Gateway, local: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+class Loris:
+    """``count`` connections that keep a request head open (a byte every few seconds, never the blank line),
+    replaced as soon as the gateway closes one (after its read_timeout): a slowloris client."""
+
+    def __init__(self, port: int, count: int) -> None:
+        self.port = port
+        self.count = count
+        self.sockets: list[socket.socket] = []
+        self.opened = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="loris", daemon=True)
+
+    def _open(self) -> None:
+        sock = socket.create_connection(("127.0.0.1", self.port))
+        sock.sendall(b"POST /v1/query HTTP/1.1\r\nHost: bench\r\nX-Loris: ")
+        sock.setblocking(False)
+        self.sockets.append(sock)
+        self.opened += 1
+
+    def _alive(self, sock: socket.socket) -> bool:
+        try:
+            if sock.recv(4096) == b"":
+                raise OSError("closed")
+            return True
+        except BlockingIOError:
+            return True
+        except OSError:
+            sock.close()
+            return False
+
+    def _run(self) -> None:
+        last_trickle = 0.0
+        while not self.stopping.is_set():
+            self.sockets = [s for s in self.sockets if self._alive(s)]
+            while len(self.sockets) < self.count:
+                self._open()
+            if time.monotonic() - last_trickle > 2:
+                for sock in self.sockets:
+                    with contextlib.suppress(OSError):
+                        sock.send(b"x")
+                last_trickle = time.monotonic()
+            self.stopping.wait(0.2)
+        for sock in self.sockets:
+            sock.close()
+
+    def __enter__(self) -> Loris:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while len(self.sockets) < self.count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.thread.join(10)
+
+
+def slow_clients(gateway: Gateway, held: int = 200, samples: int = 400) -> None:
+    """(e) ``SELECT 1`` with ``held`` slowloris connections open vs. on an idle gateway, in the same run."""
+
+    def measure() -> list[float]:
+        out = []
+        with httpx.Client(base_url=gateway.url, timeout=60) as client:
+            for _ in range(samples):
+                start = time.perf_counter()
+                gateway.query("SELECT 1 AS x", client=client)
+                out.append(time.perf_counter() - start)
+        return out
+
+    measure()  # warm: plan cache, connections
+    idle = measure()
+    with Loris(gateway.port, held) as loris:
+        busy = measure()
+        opened = loris.opened
+    rows = [
+        (
+            f"p{q}, {held} slow-header connections held open",
+            f"{percentile(busy, q) * 1000:.1f} ms",
+            f"{percentile(idle, q) * 1000:.1f} ms",
+            f"{percentile(busy, q) / percentile(idle, q):.2f}",
+        )
+        for q in (50, 99)
+    ]
+    print_table(
+        f"(e) SELECT 1 through HTTP while slowloris connections are held open ({opened} opened in all: each is "
+        "closed after read_timeout and opened again) vs. the same query on the idle gateway (target <= 1.5)",
+        rows,
+    )
+
+
 def prepare(root: Path, dsn: str, sf: float, facts: int, rows: int) -> tuple[Any, list[tuple[int, str]]]:
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
     catalog.create_namespace("public")
@@ -466,6 +559,8 @@ def main() -> None:
             wide(gateways[0], dsn, args.rows)
         if "d" not in skip:
             latency(gateways[0], local)
+        if "e" not in skip:
+            slow_clients(gateways[0])
         print(f"\nlake cache at the end: {gateways[0].cache()}")
     finally:
         for gateway in gateways:

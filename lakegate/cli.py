@@ -45,6 +45,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from lakegate.gateway import memory
+
+    memory.release_freed_memory()  # before DuckDB loads: the process's memory is capped
     from lakegate.gateway.http import serve
     from lakegate.gateway.service import Gateway
 
@@ -54,6 +57,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from lakegate.gateway import memory
+
+    memory.release_freed_memory()  # before DuckDB loads: the process's memory is capped
     from lakegate.demo import run
 
     return run(args.dir, args.port, args.rate)
