@@ -428,19 +428,22 @@ class Loris:
         self.thread.join(10)
 
 
-def slow_clients(gateway: Gateway, held: int = 200, samples: int = 400) -> None:
-    """(e) ``SELECT 1`` with ``held`` slowloris connections open vs. on an idle gateway, in the same run."""
+def slow_clients(gateway: Gateway, held: int = 200, seconds: float = 12.0) -> None:
+    """(e) ``SELECT 1`` with ``held`` slowloris connections open vs. on an idle gateway, in the same run; each
+    measurement lasts longer than the gateway's read_timeout (10 s), so the loris connections are closed and
+    opened again while it runs."""
 
-    def measure() -> list[float]:
+    def measure(duration: float = seconds) -> list[float]:
         out = []
         with httpx.Client(base_url=gateway.url, timeout=60) as client:
-            for _ in range(samples):
+            until = time.monotonic() + duration
+            while time.monotonic() < until:
                 start = time.perf_counter()
                 gateway.query("SELECT 1 AS x", client=client)
                 out.append(time.perf_counter() - start)
         return out
 
-    measure()  # warm: plan cache, connections
+    measure(1.0)  # warm: plan cache, connections
     idle = measure()
     with Loris(gateway.port, held) as loris:
         busy = measure()
