@@ -22,9 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakegate.connectors.config import LakeSettings, SettingsError, SourceSettings
+from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
-from lakegate.connectors.postgres.engine import PostgresEngine, privileged_message
+from lakegate.connectors.postgres import roles
+from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import QueryCancelled, QueryError
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
@@ -120,28 +121,9 @@ class Gateway:
 
     def check_roles(self) -> None:
         """``lakegate serve``: every source's role must be a plain reader, unless the source sets
-        ``allow_privileged_role`` (then a warning, at every start and in ``/v1/status``). A source that cannot
-        be reached now is checked by every session it opens later."""
-        for source in self.sources:
-            engine = self.postgres[source.name]
-            try:
-                role, problems = engine.role()
-            except QueryError as exc:
-                log.warning("cannot check the role of source %s now (%s); each new session will be", source.name, exc)
-                role, problems = "", []
-            finally:
-                engine.readers_only = not source.allow_privileged_role  # from now on, every new session
-            if not problems:
-                continue
-            message = privileged_message(source.name, role, problems)
-            if not source.allow_privileged_role:
-                raise SettingsError(message)
-            warning = (
-                f"source {source.name!r}: allow_privileged_role = true and the role {role!r} is "
-                f"{'; '.join(problems)}"
-            )
-            log.warning("%s", warning)
-            self.warnings.append(warning)
+        ``allow_privileged_role`` (then a warning, at every start and in ``/v1/status``); see
+        :func:`lakegate.connectors.postgres.roles.check`."""
+        self.warnings += roles.check(self.sources, self.postgres)
 
     def _fit_cache(self) -> None:
         """In-memory tables count against DuckDB's memory limit: the cache takes at most half of it."""
@@ -322,7 +304,7 @@ class Gateway:
                 except QueryError as exc:
                     raise engine_error(exc) from exc
                 if problems:
-                    raise Forbidden(privileged_message(name, role, problems))
+                    raise Forbidden(roles.privileged_message(name, role, problems))
         if not self.duckdb.reopen():
             raise Unavailable(
                 f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "

@@ -29,6 +29,7 @@ from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lakegate.connectors.postgres.connection import connect_kwargs
+from lakegate.connectors.postgres.roles import PRIVILEGED_ROLES, ROLE_QUERY, privileged_message, role_problems
 from lakegate.connectors.postgres.types import (
     TYPE_QUERY,
     Codec,
@@ -196,67 +197,6 @@ class PostgresEngine:
     def close(self) -> None:
         if self._opened:
             self._pool.close()
-
-
-#: Predefined roles that reach the server's files, programs, settings or other sessions, or write everywhere.
-PRIVILEGED_ROLES = (
-    "pg_read_server_files",
-    "pg_write_server_files",
-    "pg_execute_server_program",
-    "pg_write_all_data",
-    "pg_read_all_settings",
-    "pg_read_all_stats",
-    "pg_monitor",
-    "pg_signal_backend",
-    "pg_checkpoint",
-    "pg_create_subscription",
-    "pg_maintain",
-)
-ROLE_QUERY = """
-SELECT r.rolname::text, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolreplication,
-  ARRAY(SELECT b.rolname::text FROM pg_catalog.pg_roles b
-        WHERE b.rolname = ANY(%s) AND pg_catalog.pg_has_role(r.oid, b.oid, 'MEMBER') ORDER BY 1),
-  ARRAY(SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
-        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
-          AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
-          AND (pg_catalog.pg_has_role(r.oid, c.relowner, 'MEMBER')
-               OR pg_catalog.has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))
-        ORDER BY 1 LIMIT 6)
-FROM pg_catalog.pg_roles r WHERE r.rolname = current_user
-"""
-
-
-def privileged_message(source: str, role: str, problems: list[str]) -> str:
-    return (
-        f"source {source!r}: the gateway's role {role!r} is {'; '.join(problems)}. Every token holder would act "
-        "with these rights through the gateway: give it a read-only role (README, 'The gateway's role'), or set "
-        f"allow_privileged_role = true for this source ([[sources]] name = {source!r}) to accept the risk"
-    )
-
-
-def role_problems(rows: Sequence[Sequence[Any]]) -> tuple[str, list[str]]:
-    """(role name, what makes it more than a reader) from :data:`ROLE_QUERY`'s row."""
-    if not rows:
-        return "?", ["not found in pg_roles"]
-    name, superuser, bypassrls, createrole, replication, memberships, writable = rows[0]
-    if superuser:
-        return str(name), ["a superuser"]  # everything below follows
-    problems = [
-        what
-        for flag, what in (
-            (bypassrls, "allowed to bypass row-level security (BYPASSRLS)"),
-            (createrole, "allowed to create roles (CREATEROLE)"),
-            (replication, "a replication role (REPLICATION)"),
-        )
-        if flag
-    ]
-    if memberships:
-        problems.append(f"a member of {', '.join(memberships)}")
-    if writable:
-        more = ", ..." if len(writable) > 5 else ""
-        problems.append(f"the owner of, or allowed to write to, {', '.join(writable[:5])}{more}")
-    return str(name), problems
 
 
 def _discard(conn: psycopg.Connection) -> None:
