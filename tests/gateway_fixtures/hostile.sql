@@ -309,3 +309,5 @@
 # --- an expensive function on a constant (DuckDB folds it while planning: bounded by the memory cap, then cancelled)
 408 || time limit || SELECT md5(repeat('x', 100000000)) AS h || {"timeout_ms": 200}
 408 || time limit || EXPLAIN SELECT md5(repeat('x', 100000000)) AS h || {"timeout_ms": 200}
+403 || secrets || DESCRIBE pg.pg_catalog.pg_authid
+403 || secrets || DESCRIBE pg_catalog.pg_stat_activity
