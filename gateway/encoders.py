@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from lakegate.connectors import intervals
 from lakegate.gateway.pgtypes import marked, pg_type
 
 JSON, NDJSON, CSV, ARROW = "json", "ndjson", "csv", "arrow"
@@ -103,6 +104,23 @@ def _json_timestamps(values: pa.Array) -> pa.Array:
         return _per_value(values)
 
 
+def _json_times(values: pa.Array) -> pa.Array:
+    """Times of day as PostgreSQL prints them, 24:00:00 included (Python's time stops at 23:59:59.999999)."""
+    micros = values.cast(pa.int64()).to_pylist() if values.type.unit == "us" else None
+    if micros is None:
+        return _per_value(values)
+    out: list[str | None] = []
+    for value in micros:
+        if value is None:
+            out.append(None)
+            continue
+        seconds, fraction = divmod(value, 1_000_000)
+        text = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        digits = f".{fraction:06d}".rstrip("0") if fraction else ""
+        out.append(f'"{text}{digits}"')
+    return pa.array(out, pa.string())
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, bytes):
         return "\\x" + value.hex()
@@ -159,6 +177,8 @@ def json_values(values: pa.Array, field: pa.Field) -> pa.Array:
         (pa.types.is_decimal, lambda v: v.cast(pa.string())),
         (pa.types.is_timestamp, _json_timestamps),
         (pa.types.is_date, lambda v: _quoted(v.cast(pa.date32()).cast(pa.string()))),
+        (pa.types.is_time, _json_times),
+        (pa.types.is_interval, lambda v: _quoted(intervals.from_arrow(v))),
     ]
     if _numeric_text(field):
         text = _json_numeric_text(values)

@@ -19,8 +19,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from lakegate.gateway.errors import BadRequest, Forbidden, SqlSyntaxError, UnsupportedQuery
+from lakegate.gateway.pgdialect import DIALECT
 
-DIALECT = "postgres"
 # sqlglot logs a warning for every statement it can only parse as an opaque command; the guard refuses those.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 

@@ -28,13 +28,16 @@ from typing import Any, cast
 
 from sqlglot import exp
 
-from lakegate.gateway import scope
+from lakegate.gateway import lakecolumns, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
-from lakegate.gateway.dialect import lake_type, postgres_semantics
+from lakegate.gateway.dialect import postgres_semantics
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
+from lakegate.gateway.pgcolumns import PgColumns
 from lakegate.gateway.pgtext import capped, user_text
+from lakegate.gateway.pgtype import PgType
+from lakegate.gateway.pgtyping import Typer
 
 POSTGRES_ROUTE, DUCKDB_ROUTE, GATEWAY_ROUTE = "postgres", "duckdb", "gateway"
 ROW_GENERATORS = ("generate_series", "range", "unnest", "generate_subscripts")
@@ -51,6 +54,7 @@ class Plan:
     body: str = ""  #: the statement without the lake views' CTEs (readable; what routing fixtures check)
     views: dict[str, str] = field(default_factory=dict)
     tables: list[str] = field(default_factory=list)
+    pg_types: tuple[PgType | None, ...] | None = None  #: PostgreSQL's result column types (duckdb route)
 
     def explain(self) -> dict[str, Any]:
         engine = {"engine": self.route, "source": self.source, "sql": self.sql}
@@ -106,6 +110,8 @@ class Routed:
     consulted: tuple[tuple[str, bool], ...] = ()  #: PostgreSQL sources resolution read (True: a name missed)
     pgs: tuple[PgRead, ...] = ()  #: PostgreSQL tables of a duckdb-route statement
     pg_split: tuple[str, str, str] = ("", "", "")  #: head, ctes, main with those tables read as views
+    #: PostgreSQL's type of each result column (duckdb route; None where the gateway cannot tell)
+    pg_types: tuple[PgType | None, ...] | None = None
 
 
 class Router:
@@ -115,6 +121,7 @@ class Router:
         self.catalog = catalog
         self.lake = lake
         self.evaluate = evaluate
+        self.pg_columns = PgColumns(catalog)
 
     def plan(self, ast: exp.Expression, max_rows: int | None, cached: Cached | None = None) -> Plan:
         listing = self.lake.listing()
@@ -141,8 +148,13 @@ class Router:
             routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
             _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
-            postgres_semantics(ast, self._column_types(resolved, listing))
+            typer = Typer(ast, self._table_columns(resolved, listing))
+            typer.all()
+            projections = typer.projections(ast)
+            postgres_semantics(ast, typer)
             routed = self._duckdb(ast, resolved, names, max_rows)
+            pg_types = tuple(t for _, t in projections) if projections is not None else None
+            routed = dataclasses.replace(routed, pg_types=pg_types)
         return dataclasses.replace(routed, consulted=tuple(sorted(consulted.items())))
 
     def render(
@@ -162,11 +174,12 @@ class Router:
                 if name is not None:
                     pg_hits[pg.view] = name
         if not routed.lakes and not pg_hits:
-            return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables))
+            return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables), routed.pg_types)
         views: dict[str, str] = {}
         for read in routed.lakes:
             entry = self.lake.entry(read.ref.schema, read.ref.name, listing)
-            views[read.view] = view_sql(entry, read.travel, cached)
+            types = lakecolumns.column_types(entry.table)
+            views[read.view] = lakecolumns.converted(view_sql(entry, read.travel, cached), types)
         head, ctes, main = routed.head, routed.ctes, routed.main
         if pg_hits:
             for pg in routed.pgs:
@@ -174,7 +187,7 @@ class Router:
             head, ctes, main = routed.pg_split
         with_views = ", ".join(f"{quote(name)} AS NOT MATERIALIZED ({sql})" for name, sql in views.items())
         sql = f"{head}{with_views}{', ' + ctes if ctes else ''} {main}"
-        return Plan(routed.route, sql, routed.source, routed.body, views, list(routed.tables))
+        return Plan(routed.route, sql, routed.source, routed.body, views, list(routed.tables), routed.pg_types)
 
     # ------------------------------------------------------------------------------------------ postgres
 
@@ -268,32 +281,20 @@ class Router:
             pg_split=pg_split,
         )
 
-    def _column_types(
+    def _table_columns(
         self, resolved: list[tuple[exp.Table, TableRef]], listing: dict[tuple[str, str], str | None]
-    ) -> dict[str, exp.DataType]:
-        """Types of the lake tables' columns, by ``name`` and ``table.name`` (a name two tables give different
-        types is left out: its type is unknown)."""
-        out: dict[str, exp.DataType] = {}
-        clashes: set[str] = set()
+    ) -> Callable[[exp.Table], dict[str, PgType | None] | None]:
+        """The typing's view of the statement's tables: PostgreSQL's type of each column, where known."""
+        by_node: dict[int, dict[str, PgType | None] | None] = {}
         for table, ref in resolved:
-            if ref.kind != LAKE:
-                continue
-            try:
-                fields = self.lake.entry(ref.schema, ref.name, listing).table.schema().fields
-            except Exception:  # noqa: BLE001 - types are a refinement: an unreadable table is reported later
-                continue
-            alias = table.alias_or_name
-            for f in fields:
-                t = lake_type(f.field_type)
-                if t is None:
-                    continue
-                out[f"{alias}.{f.name}"] = t
-                if f.name in out and out[f.name] != t:
-                    clashes.add(f.name)
-                out[f.name] = t
-        for name in clashes:
-            del out[name]
-        return out
+            if ref.kind == LAKE:
+                try:
+                    by_node[id(table)] = lakecolumns.column_types(self.lake.entry(ref.schema, ref.name, listing).table)
+                except Exception:  # noqa: BLE001 - types are a refinement: an unreadable table is reported later
+                    by_node[id(table)] = None
+            else:
+                by_node[id(table)] = self.pg_columns.types(ref)
+        return lambda table: by_node.get(id(table))
 
     def _travel(self, table: exp.Table) -> TimeTravel | None:
         version = table.args.get("version")

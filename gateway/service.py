@@ -37,6 +37,7 @@ from lakegate.gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engi
 from lakegate.gateway.guard import Guard
 from lakegate.gateway.lake import Lake
 from lakegate.gateway.metrics import Metrics
+from lakegate.gateway.pgresult import PgTypedStream
 from lakegate.gateway.plans import PlanCache
 from lakegate.gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, PgRead, Plan, Routed, Router
 from lakegate.gateway.schema import describe_table, schema_listing, show
@@ -320,7 +321,8 @@ class Gateway:
         # batches small enough that one of 1 KiB rows fits the result cap: a result over the cap fails after
         # about the cap, not after a 65,536-row batch
         rows = max(2048, min(65536, limits.max_bytes // 1024))
-        return self.duckdb.prepare(plan.sql, batch_rows=rows)
+        stream = self.duckdb.prepare(plan.sql, batch_rows=rows)
+        return stream if plan.pg_types is None else PgTypedStream(stream, plan.pg_types)
 
     def _track(self, execution: Execution, leases: list[Lease]) -> None:
         self._executions.add(execution)

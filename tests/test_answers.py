@@ -13,7 +13,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.answers_harness import CORPUS, Tally, read_corpus, read_known, run_corpus
+from tests.answers_harness import CORPUS, Tally, read_corpus, run_corpus
 from tests.gateway_fixtures.harness import database, gateway_settings, live_server
 from tests.lakehelp import running_worker, wait_caught_up
 
@@ -38,7 +38,7 @@ def setup(
 def test_corpus_answers_as_postgresql(setup: tuple[psycopg.Connection, httpx.Client]) -> None:
     conn, client = setup
     queries = read_corpus(FAST)
-    tally = Tally(known=read_known())
+    tally = Tally()
     run_corpus(queries, conn, client, TABLES, tally)
     print("\n" + tally.report(f"differential corpus, {len(queries)} queries"))
     assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(

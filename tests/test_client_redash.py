@@ -150,7 +150,7 @@ def test_runner_module_needs_only_requests(runner: ModuleType) -> None:
     imports = {
         line.split()[1].split(".")[0] for line in source.splitlines() if line.startswith(("import ", "from "))
     }
-    assert imports <= {"__future__", "json", "logging", "typing", "requests", "redash"}, imports
+    assert imports <= {"__future__", "decimal", "json", "logging", "re", "typing", "requests", "redash"}, imports
 
 
 def test_runner_shapes_results_schema_and_errors(env: Env, runner: ModuleType) -> None:

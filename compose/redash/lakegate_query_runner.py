@@ -13,8 +13,10 @@ a dict); Redash 10 and older, which expect JSON text, are detected by version.
 
 from __future__ import annotations
 
+import decimal
 import json
 import logging
+import re
 from typing import Any
 
 import requests
@@ -64,11 +66,13 @@ def result_data(body: dict[str, Any], on_truncate: str = "warn") -> dict[str, An
         raise GatewayError(error_text(body["error"]))
     cols = columns(body.get("columns", []))
     rows = body.get("rows", [])
-    for column in body.get("columns", []):  # [months, days, nanoseconds] -> PostgreSQL's text
+    for column in body.get("columns", []):  # ISO 8601 (or [months, days, nanoseconds]) -> PostgreSQL's text
         if column.get("pg_type") == "interval":
             for row in rows:
                 value = row.get(column["name"])
-                if isinstance(value, list) and len(value) == 3:
+                if isinstance(value, str):
+                    value = iso_interval(value)
+                if isinstance(value, list | tuple) and len(value) == 3:
                     row[column["name"]] = interval_text(*value)
     arrays = [c["name"] for c in cols if any(isinstance(row.get(c["name"]), list) for row in rows)]
     for row in rows:
@@ -109,6 +113,22 @@ def _mark_truncated(data: dict[str, Any], on_truncate: str) -> None:
         data["columns"].append({"name": NOTE_COLUMN, "friendly_name": NOTE_COLUMN, "type": "string"})
         text_columns = [NOTE_COLUMN]
     rows.append({c["name"]: None for c in data["columns"]} | {text_columns[0]: "\u26a0 " + note})
+
+
+_ISO_INTERVAL = re.compile(
+    r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)W)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?\d+(?:\.\d+)?)S)?)?"
+)
+
+
+def iso_interval(text: str) -> tuple[int, int, int] | str:
+    """The gateway's JSON interval (PostgreSQL's ISO 8601 form, ``P1DT2H``) -> (months, days, nanoseconds);
+    other text as it is."""
+    match = _ISO_INTERVAL.fullmatch(text)
+    if not match or text in ("P", "PT"):
+        return text
+    y, mo, w, d, h, mi, s = (g or "0" for g in match.groups())
+    seconds = decimal.Decimal(s) + int(mi) * 60 + int(h) * 3600
+    return int(y) * 12 + int(mo), int(w) * 7 + int(d), int(seconds * 1_000_000_000)
 
 
 def interval_text(months: int, days: int, nanoseconds: int) -> str:

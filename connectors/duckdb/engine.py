@@ -149,8 +149,7 @@ class DuckDBEngine:
             con = duckdb.connect(":memory:", config=settings)
             con.execute("SET TimeZone = 'UTC'")  # as in the PostgreSQL sessions (needs ICU, so after connect)
             load_extensions(con)
-            for statement in (*pgmacros.SETTINGS, *pgmacros.MACROS):
-                con.execute(statement)
+            pgmacros.register(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)

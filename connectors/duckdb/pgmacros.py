@@ -1,12 +1,23 @@
-"""DuckDB macros that compute as PostgreSQL does, created in the gateway's DuckDB before its configuration is
-locked (the gateway's :mod:`lakegate.gateway.dialect` rewrites statements to call them).
+"""DuckDB macros and functions that compute as PostgreSQL does, created in the gateway's DuckDB before its
+configuration is locked (the gateway's :mod:`lakegate.gateway.dialect` rewrites statements to call them).
 
 DuckDB runs with ``integer_division = true``: ``/`` of two integers truncates toward zero, as in PostgreSQL.
-Errors are raised with PostgreSQL's message text (``division by zero``), so that a client sees the same error on
-both routes; refusals say what cannot be computed exactly and what to do.
+Errors are raised with PostgreSQL's message text (``division by zero``, ``value out of range: overflow``), so
+that a client sees the same error on both routes (the gateway adds PostgreSQL's SQLSTATE from the text);
+refusals say what cannot be computed exactly and what to do. Exact numeric division and statistics are Python
+functions over Arrow batches (:mod:`lakegate.connectors.duckdb.pgnumeric`).
 """
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from lakegate.connectors.duckdb import pgnumeric
 
 _NOT_EXACT = (
     " cannot be computed exactly as PostgreSQL does on the lake route (DuckDB); run it on a PostgreSQL source, "
@@ -15,19 +26,55 @@ _NOT_EXACT = (
 
 SETTINGS = ("SET integer_division = true",)
 
+_FLOAT_CHECK = (
+    "CASE WHEN isinf({r}) AND NOT isinf(a) AND NOT isinf(b) THEN error('value out of range: overflow') "
+    "{under}ELSE {r} END"
+)
+
 MACROS = (
-    # / and %: PostgreSQL raises division by zero for every numeric type; numeric division picks its result
-    # scale from the values (select_div_scale), which a DuckDB decimal cannot follow
+    # / and % of values whose types the gateway could not tell: division by zero is an error for every type;
+    # numeric division picks its result scale from the values (the gateway rewrites it when it knows the types)
     "CREATE MACRO pg_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') "
     "WHEN starts_with(typeof(a), 'DECIMAL') OR starts_with(typeof(b), 'DECIMAL') "
-    f"THEN error('division of numeric values{_NOT_EXACT}') ELSE a / b END",
+    f"THEN error('division of numeric values whose types the gateway cannot tell{_NOT_EXACT}') ELSE a / b END",
     "CREATE MACRO pg_mod(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE a % b END",
-    # avg of integers or decimals is a numeric in PostgreSQL (scale from the values), a double in DuckDB
+    "CREATE MACRO pg_zero_check(b, value) AS CASE WHEN b = 0 THEN error('division by zero') ELSE value END",
+    # float arithmetic: PostgreSQL raises where the result overflows (or underflows) from finite operands
+    "CREATE MACRO pg_float_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE "
+    + _FLOAT_CHECK.format(
+        r="(a / b)", under="WHEN (a / b) = 0 AND a <> 0 THEN error('value out of range: underflow') "
+    )
+    + " END",
+    "CREATE MACRO pg_float_mul(a, b) AS "
+    + _FLOAT_CHECK.format(
+        r="(a * b)",
+        under="WHEN (a * b) = 0 AND a <> 0 AND b <> 0 THEN error('value out of range: underflow') ",
+    ),
+    "CREATE MACRO pg_float_add(a, b) AS " + _FLOAT_CHECK.format(r="(a + b)", under=""),
+    "CREATE MACRO pg_float_sub(a, b) AS " + _FLOAT_CHECK.format(r="(a - b)", under=""),
+    # avg of a value whose type the gateway could not tell: a numeric in PostgreSQL when it is exact
     "CREATE MACRO pg_avg_arg(x) AS CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') OR x IS NULL THEN x "
-    f"ELSE error('avg() of integer or numeric values (a numeric in PostgreSQL){_NOT_EXACT}') END",
+    f"ELSE error('avg() of integer or numeric values whose type the gateway cannot tell{_NOT_EXACT}') END",
     # '1.5'::int is an error in PostgreSQL (DuckDB rounds)
     "CREATE MACRO pg_int_text(s) AS CASE WHEN s IS NULL OR regexp_full_match(s, '\\s*[+-]?[0-9]+\\s*') THEN s "
     "ELSE error('invalid input syntax for type integer: \"' || s || '\"') END",
+    # text -> unconstrained numeric: exact, or an error (DuckDB rounds what does not fit its decimal)
+    "CREATE MACRO pg_numeric_text(s, scale) AS CASE WHEN s IS NULL THEN NULL "
+    "WHEN NOT regexp_full_match(trim(s), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)') "
+    "THEN error('invalid input syntax for type numeric: \"' || s || '\"') "
+    "WHEN length(split_part(trim(s), '.', 2)) > scale "
+    "OR length(ltrim(split_part(ltrim(trim(s), '+-'), '.', 1), '0')) > 38 - scale "
+    "THEN error('the numeric ' || trim(s) || ' does not fit the lake route''s decimal(38, ' || scale || ')') "
+    "ELSE trim(s) END",
+    # float8 -> numeric goes through 15 significant digits in PostgreSQL
+    "CREATE MACRO pg_float_numeric(x) AS CASE WHEN isnan(x) OR isinf(x) "
+    "THEN error('cannot convert ' || x || ' to a numeric the lake route''s decimal can hold') "
+    "ELSE CAST(printf('%.15g', x) AS VARCHAR) END",
+    # PostgreSQL's spellings of booleans: t, true, y, yes, on, 1 and their opposites, any case, trimmed
+    "CREATE MACRO pg_bool_text(s) AS CASE WHEN s IS NULL THEN NULL "
+    "WHEN lower(trim(s)) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN true "
+    "WHEN lower(trim(s)) IN ('f', 'fa', 'fal', 'fals', 'false', 'n', 'no', 'of', 'off', '0') THEN false "
+    "ELSE error('invalid input syntax for type boolean: \"' || s || '\"') END",
     # substr(s, start[, n]): positions before 1 count (PostgreSQL), not from the end (DuckDB)
     "CREATE MACRO pg_substr(s, start) AS substring(s, greatest(start, 1)), "
     "(s, start, n) AS CASE WHEN n < 0 THEN error('negative substring length not allowed') "
@@ -35,4 +82,89 @@ MACROS = (
     # extract() is numeric in PostgreSQL: seconds and epoch keep their microseconds
     "CREATE MACRO pg_extract_second(x) AS CAST(microsecond(x) AS DECIMAL(18, 0)) * 0.000001",
     "CREATE MACRO pg_extract_epoch(x) AS CAST(epoch_us(x) AS DECIMAL(38, 0)) * 0.000001",
+    "CREATE MACRO pg_date_trunc(unit, x) AS CASE WHEN isinf(x) THEN x ELSE date_trunc(unit, x) END",
+    "CREATE MACRO pg_finite_field(x, value, infinite) AS CASE WHEN isinf(x) THEN infinite ELSE value END",
+    "CREATE MACRO pg_infinity_sign(x) AS "
+    "CASE WHEN x > '2000-01-01' THEN 'infinity'::DOUBLE ELSE '-infinity'::DOUBLE END",
+    "CREATE MACRO pg_infinite_field(x, field) AS "
+    "error('extract(' || field || ') of an infinite date or timestamp is ' || CASE WHEN x > '2000-01-01' "
+    "THEN '' ELSE '-' END || 'Infinity in PostgreSQL, which the lake route''s decimal cannot hold; use "
+    "date_part(), which is a float, or filter with isfinite()')",
+    # arrays: a NULL array is an empty one for concatenation (DuckDB's || gives NULL)
+    "CREATE MACRO pg_array_cat(a, b) AS CASE WHEN a IS NULL THEN b WHEN b IS NULL THEN a ELSE list_concat(a, b) END",
+    "CREATE MACRO pg_array_remove(a, e) AS list_filter(a, lambda x: x IS DISTINCT FROM e)",
+    "CREATE MACRO pg_array_length(a, d) AS CASE WHEN d <> 1 THEN "
+    "error('array_length() of a dimension other than 1 is not supported on the lake route') "
+    "WHEN len(a) = 0 THEN NULL ELSE CAST(len(a) AS INTEGER) END",
+    "CREATE MACRO pg_array_upper(a, d) AS pg_array_length(a, d)",
+    "CREATE MACRO pg_array_lower(a, d) AS CASE WHEN pg_array_length(a, d) IS NULL THEN NULL ELSE 1 END",
+    "CREATE MACRO pg_cardinality(a) AS CAST(len(a) AS INTEGER)",
+    # x = ANY/ALL(array) with SQL's NULLs
+    "CREATE MACRO pg_eq_any(x, a) AS CASE WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN false "
+    "WHEN x IS NULL THEN NULL WHEN list_contains(a, x) THEN true "
+    "WHEN list_contains(list_transform(a, lambda e: e IS NULL), true) THEN NULL ELSE false END",
+    "CREATE MACRO pg_eq_all(x, a) AS CASE WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN true "
+    "WHEN x IS NULL THEN NULL "
+    "WHEN list_contains(list_transform(a, lambda e: e IS NOT NULL AND e <> x), true) THEN false "
+    "WHEN list_contains(list_transform(a, lambda e: e IS NULL), true) THEN NULL ELSE true END",
+    # case mapping as libc's towupper/towlower (PostgreSQL's with a libc collation): ß stays ß (DuckDB: ẞ)
+    "CREATE MACRO pg_upper(s) AS replace(upper(replace(s, 'ß', chr(57344))), chr(57344), 'ß')",
+    "CREATE MACRO pg_initcap(s) AS array_to_string(list_transform(range(1, length(s) + 1), lambda i: "
+    "CASE WHEN i = 1 OR NOT regexp_matches(substring(s, i - 1, 1), '[\\pL\\pN]') "
+    "THEN pg_upper(substring(s, i, 1)) ELSE lower(substring(s, i, 1)) END), '')",
+    # string_to_array: an empty string has no elements; an empty delimiter keeps the string whole
+    "CREATE MACRO pg_string_to_array(s, d) AS CASE WHEN s = '' THEN CAST([] AS VARCHAR[]) "
+    "WHEN d IS NULL THEN string_split(s, '') WHEN d = '' THEN [s] ELSE string_split(s, d) END",
+    # PostgreSQL's ISO 8601 interval text (IntervalStyle iso_8601, as the ingest keeps intervals)
+    "CREATE MACRO pg_iso_interval(s) AS CASE WHEN s IS NULL THEN NULL ELSE "
+    "to_months(CAST(coalesce(nullif(regexp_extract(s, '^P(-?[0-9]+)Y', 1), ''), '0') AS INTEGER) * 12 "
+    "+ CAST(coalesce(nullif(regexp_extract(s, '^P(?:-?[0-9]+Y)?(-?[0-9]+)M', 1), ''), '0') AS INTEGER)) "
+    "+ to_days(CAST(coalesce(nullif(regexp_extract(s, '^P[^T]*?(-?[0-9]+)D', 1), ''), '0') AS INTEGER)) "
+    "+ to_microseconds(CAST(round(("
+    "CAST(coalesce(nullif(regexp_extract(s, 'T(?:.*?)(-?[0-9]+)H', 1), ''), '0') AS DECIMAL(38, 6)) * 3600 "
+    "+ CAST(coalesce(nullif(regexp_extract(s, 'T(?:[^M]*?H)?(-?[0-9]+)M', 1), ''), '0') AS DECIMAL(38, 6)) * 60 "
+    "+ CAST(coalesce(nullif(regexp_extract(s, 'T(?:.*?)(-?[0-9.]+)S', 1), ''), '0') AS DECIMAL(38, 6))"
+    ") * 1000000) AS BIGINT)) END",
 )
+
+
+def _text_udf(fn: Callable[..., str | None], arity: int) -> Callable[..., pa.Array]:
+    """A per-value Python function -> a vectorised (Arrow) DuckDB function of ``arity`` arguments; NULL in,
+    NULL out."""
+
+    def vectorised(*columns: pa.Array) -> pa.Array:
+        out: list[str | None] = []
+        for values in zip(*(c.to_pylist() for c in columns), strict=True):
+            out.append(None if any(v is None for v in values) else fn(*values))
+        return pa.array(out, type=pa.string())
+
+    params = [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(arity)]
+    vectorised.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # DuckDB counts them
+    return vectorised
+
+
+def _divide(a: str, b: str, scale: int, mode: str) -> str:
+    if mode == "trunc":
+        return pgnumeric.integral(a, b)
+    return pgnumeric.divide(a, b, int(scale))
+
+
+def _variance(n: str, total: str, squares: str, kind: str, scale: int) -> str | None:
+    return pgnumeric.variance(
+        n, total, squares, sample=kind.endswith("samp"), root=kind.startswith("stddev"), scale=int(scale)
+    )
+
+
+FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str]], ...] = (
+    ("pg_numeric_div", _divide, ["VARCHAR", "VARCHAR", "INTEGER", "VARCHAR"]),
+    ("pg_numeric_var", _variance, ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER"]),
+)
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the macros and functions in ``con`` (before its configuration is locked)."""
+    for statement in (*SETTINGS, *MACROS):
+        con.execute(statement)
+    for name, fn, parameters in FUNCTIONS:
+        udf: Any = _text_udf(fn, len(parameters))
+        con.create_function(name, udf, parameters, "VARCHAR", type="arrow", null_handling="special")  # type: ignore[call-overload]

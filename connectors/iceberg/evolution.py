@@ -33,6 +33,9 @@ from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.schema import STATE, Evolution, plan_evolution
 
 ATTNUMS, STORAGE, KEY = "lakegate.attnums", "lakegate.storage", "lakegate.key"
+#: the source type of each column (``bpchar(8)``, ``jsonb``, ``int2``, ``numeric`` ...), as JSON: the lake keeps
+#: these as text or wider types, and the gateway reads them with PostgreSQL's semantics again
+PGTYPES = "lakegate.pgtypes"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,22 @@ def properties_for(table: Table, plan: Evolution, key: tuple[str, ...]) -> dict[
     if current_key is not None and current_key != ",".join(key):
         props[KEY] = ",".join(key)
     return props
+
+
+def pgtypes_of(properties: dict[str, str]) -> dict[str, str]:
+    try:
+        raw = json.loads(properties.get(PGTYPES) or "{}")
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def pgtypes_property(properties: dict[str, str], schema: TableSchema) -> dict[str, str]:
+    """``{PGTYPES: ...}`` when the source types of ``schema``'s columns add to or change the recorded ones
+    (columns of unknown source type, e.g. read back from the lake, change nothing)."""
+    current = pgtypes_of(properties)
+    wanted = {**current, **{c.name: c.source_type for c in schema.columns if c.source_type}}
+    return {PGTYPES: json.dumps(wanted, sort_keys=True)} if wanted != current else {}
 
 
 def update_schema(txn: Transaction, plan: Evolution) -> None:

@@ -53,9 +53,11 @@ from lakegate.connectors.iceberg.commits import (
 from lakegate.connectors.iceberg.evolution import (
     ATTNUMS,
     KEY,
+    PGTYPES,
     STORAGE,
     Backfill,
     attnums_of,
+    pgtypes_property,
     properties_for,
     schema_of,
 )
@@ -146,6 +148,7 @@ class LakeTable:
             ATTNUMS: json.dumps(
                 {c.name: c.source_id for c in self.schema.columns if c.source_id is not None}, sort_keys=True
             ),
+            **pgtypes_property({}, self.schema),
         }
         if self.changelog is None:
             self.changelog = self.catalog.create_table_if_not_exists(
@@ -226,7 +229,7 @@ class LakeTable:
             plan = plan_evolution(table.schema(), schema, kind, attnums_of(table))
         except SchemaChangeError:
             raise
-        props = properties_for(table, plan, key)
+        props = {**properties_for(table, plan, key), **pgtypes_property(table.properties, schema)}
         if not plan and not props and backfill is None:
             return
 
@@ -276,6 +279,10 @@ class LakeTable:
             lake = {f.name for f in table.schema().fields}
             known = {c.name: c.source_id for c in schema.columns if c.name in lake and c.source_id is not None}
             self._commit(table, lambda txn, k=known: txn.set_properties({ATTNUMS: json.dumps(k, sort_keys=True)}))
+        for table in (self.changelog, self.state):  # source types, recorded since issue 10 (same storage)
+            types = pgtypes_property(table.properties, schema) if table is not None else {}
+            if table is not None and PGTYPES not in table.properties and types:
+                self._commit(table, lambda txn, p=types: txn.set_properties(p))
         if self.storage() is None:
             self.set_properties({STORAGE: storage})
         self.schema = schema_of(self.changelog, self.schema.table)  # the lake's names, as the stream meets them

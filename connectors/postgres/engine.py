@@ -28,6 +28,7 @@ from psycopg import errors as pgerrors
 from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from lakegate.connectors import intervals
 from lakegate.connectors.postgres.connection import connect_kwargs
 from lakegate.connectors.postgres.roles import PRIVILEGED_ROLES, ROLE_QUERY, privileged_message, role_problems
 from lakegate.connectors.postgres.types import (
@@ -184,9 +185,12 @@ class PostgresEngine:
         out = []
         for _name, oid, typmod in columns:
             try:
-                out.append(codec_for(catalog, oid, typmod))
+                codec = codec_for(catalog, oid, typmod)
             except UnsupportedType:
-                out.append(Codec(pa.string(), lambda a: a.cast(pa.string()), f"oid {oid}"))
+                codec = Codec(pa.string(), lambda a: a.cast(pa.string()), f"oid {oid}")
+            if codec.source_type == "interval":  # results hold intervals as intervals (the lake keeps the text)
+                codec = Codec(pa.month_day_nano_interval(), intervals.to_arrow, "interval")
+            out.append(codec)
         return out
 
     def type_name(self, oid: int) -> str:

@@ -452,7 +452,8 @@ def _scalar(t: PgType, typmod: int, unbounded_numeric: str) -> Codec:
         if name == "numeric":
             return _numeric(typmod, unbounded_numeric)
         if name in _STRING_TYPES:
-            return Codec(pa.string(), _identity, name)
+            length = f"({typmod - 4})" if name in ("bpchar", "varchar") and typmod >= 4 else ""
+            return Codec(pa.string(), _identity, name + length)
     if t.typtype == "e" or (t.typtype == "b" and t.category == "S"):
         return Codec(pa.string(), _identity, f"{t.namespace}.{name}")  # enums, citext and other text types
     kinds = {"c": "a composite type", "r": "a range type", "m": "a multirange type", "p": "a pseudo-type"}

@@ -1,0 +1,146 @@
+"""PostgreSQL's ``numeric`` division, ``avg`` and ``variance``/``stddev`` in exact arithmetic, for DuckDB.
+
+DuckDB divides decimals in double precision; PostgreSQL divides exactly and rounds the quotient at a result
+scale chosen from the *values* (``select_div_scale`` in ``src/backend/utils/adt/numeric.c``: at least 16
+significant digits, never fewer fractional digits than either operand's display scale), half away from zero.
+``avg`` of integers and numerics is that division of the exact sum by the count; ``var_samp``/``var_pop`` divide
+the exact ``N * sum(x*x) - sum(x)^2`` by ``N * (N - 1)`` (or ``N * N``) the same way, and ``stddev`` takes the
+square root of that variance, rounded at the same scale.
+
+The operands arrive as DuckDB's exact text of decimals or integers (a ``DECIMAL(p, s)`` prints with exactly
+``s`` fractional digits: PostgreSQL's display scale of such a value), the results leave as text with at most
+``scale`` fractional digits, which the gateway casts to ``DECIMAL(38, scale)``. A quotient that needs more
+fractional digits than ``scale`` at PostgreSQL's rounding, or more than 38 digits in all, is an error that says
+so: never a rounded or floating-point answer. Written by hand (Python's integers are exact); registered as
+vectorised (Arrow) DuckDB functions by :mod:`lakegate.connectors.duckdb.pgmacros`.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+MIN_SIG_DIGITS = 16  #: NUMERIC_MIN_SIG_DIGITS
+DEC_DIGITS = 4  #: decimal digits per base-10000 digit of PostgreSQL's numeric
+MAX_DIGITS = 38  #: DuckDB's DECIMAL
+
+
+class NumericError(ValueError):
+    """A result DuckDB's decimal cannot hold exactly."""
+
+
+def parse(text: str) -> tuple[int, int]:
+    """Exact decimal text -> (unscaled integer, display scale)."""
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise NumericError(f"{text!r} is not a number") from None
+    if not value.is_finite():
+        raise NumericError(f"{text} has no exact decimal value")
+    sign, digits, exponent = value.as_tuple()
+    unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+    exponent = int(exponent)
+    if exponent > 0:
+        return unscaled * 10**exponent, 0
+    return unscaled, -exponent
+
+
+def _weight_and_first(unscaled: int, scale: int) -> tuple[int, int]:
+    """PostgreSQL's weight (position of the first base-10000 digit) and that digit; (0, 0) for zero."""
+    magnitude = abs(unscaled)
+    if magnitude == 0:
+        return 0, 0
+    exponent = len(str(magnitude)) - 1 - scale  # decimal exponent of the leading digit
+    weight = exponent // DEC_DIGITS
+    shift = DEC_DIGITS * weight - (-scale)  # magnitude * 10**-scale / 10000**weight
+    first = magnitude // 10**shift if shift >= 0 else magnitude * 10**-shift
+    return weight, first
+
+
+def div_scale(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """select_div_scale(): the result scale of ``a / b`` (each (unscaled, display scale))."""
+    weight1, first1 = _weight_and_first(*a)
+    weight2, first2 = _weight_and_first(*b)
+    qweight = weight1 - weight2
+    if first1 <= first2:
+        qweight -= 1
+    rscale = MIN_SIG_DIGITS - qweight * DEC_DIGITS
+    return min(max(rscale, a[1], b[1], 0), 1000)
+
+
+def _round(value: Fraction, scale: int) -> int:
+    """``value`` * 10**scale rounded half away from zero (PostgreSQL's numeric rounding)."""
+    scaled = value * 10**scale
+    magnitude = (abs(scaled.numerator) * 2 + scaled.denominator) // (2 * scaled.denominator)
+    return -magnitude if scaled < 0 else magnitude
+
+
+def _text(unscaled: int, rscale: int, scale: int, what: str) -> str:
+    """The value unscaled / 10**rscale as text with at most ``scale`` fractional digits, or an error."""
+    if rscale > scale:
+        shift = 10 ** (rscale - scale)
+        if unscaled % shift:
+            raise NumericError(
+                f"{what} has {rscale} fractional digits at PostgreSQL's result scale, more than the {scale} "
+                "the lake route's decimal keeps"
+            )
+        unscaled //= shift
+        rscale = scale
+    digits = len(str(abs(unscaled))) - rscale + scale
+    if digits > MAX_DIGITS:
+        raise NumericError(f"{what} needs {digits} digits at scale {scale}, more than DuckDB's decimal holds")
+    sign = "-" if unscaled < 0 else ""
+    body = str(abs(unscaled)).rjust(rscale + 1, "0")
+    return f"{sign}{body[:-rscale]}.{body[-rscale:]}" if rscale else f"{sign}{body}"
+
+
+def divide(a_text: str, b_text: str, scale: int) -> str:
+    """PostgreSQL's ``a / b`` for numerics, as text with at most ``scale`` fractional digits."""
+    a, b = parse(a_text), parse(b_text)
+    if b[0] == 0:
+        raise ZeroDivisionError("division by zero")
+    rscale = div_scale(a, b)
+    quotient = Fraction(a[0], 10 ** a[1]) / Fraction(b[0], 10 ** b[1])
+    return _text(_round(quotient, rscale), rscale, scale, f"the quotient {a_text} / {b_text}")
+
+
+def integral(a_text: str, b_text: str) -> str:
+    """PostgreSQL's ``div(a, b)``: the quotient truncated toward zero."""
+    a, b = parse(a_text), parse(b_text)
+    if b[0] == 0:
+        raise ZeroDivisionError("division by zero")
+    quotient = Fraction(a[0], 10 ** a[1]) / Fraction(b[0], 10 ** b[1])
+    whole = abs(quotient.numerator) // quotient.denominator
+    return _text(-whole if quotient < 0 else whole, 0, 0, f"div({a_text}, {b_text})")
+
+
+def variance(
+    n_text: str, sum_text: str, squares_text: str, sample: bool, root: bool, scale: int
+) -> str | None:
+    """PostgreSQL's numeric ``var_samp``/``var_pop`` (``root``: ``stddev_samp``/``stddev_pop``) from the count,
+    the exact sum and the exact sum of squares; None where PostgreSQL's is NULL (no rows; one row, sampled)."""
+    n = int(n_text)
+    if n == 0 or (sample and n == 1):
+        return None
+    total, squares = parse(sum_text), parse(squares_text)
+    rscale = total[1] * 2
+    numerator = Fraction(n) * Fraction(squares[0], 10 ** squares[1]) - Fraction(total[0], 10 ** total[1]) ** 2
+    numerator = Fraction(_round(numerator, rscale), 10**rscale)
+    what = "stddev" if root else "variance"
+    if numerator <= 0:
+        return _text(0, 0, scale, what)
+    denominator = n * (n - 1) if sample else n * n
+    num_var = (int(numerator * 10**rscale), rscale)
+    rscale = div_scale(num_var, (denominator, 0))
+    value = Fraction(_round(numerator / denominator, rscale), 10**rscale)
+    if root:
+        return _text(_sqrt(value, rscale), rscale, scale, what)
+    return _text(int(value * 10**rscale), rscale, scale, what)
+
+
+def _sqrt(value: Fraction, rscale: int) -> int:
+    """sqrt(value) * 10**rscale rounded half up (value >= 0)."""
+    scaled = value * 10 ** (2 * rscale) * 4  # sqrt(4 v 10^2r) = 2 sqrt(v) 10^r: one more bit to round with
+    root = math.isqrt(scaled.numerator // scaled.denominator)  # floor(sqrt(floor(x))) = floor(sqrt(x))
+    return (root + 1) // 2

@@ -1,0 +1,295 @@
+"""Numbers on the DuckDB route as PostgreSQL computes them (rules of :mod:`lakegate.gateway.dialect`).
+
+* ``/`` and ``%``: integers divide as integers (DuckDB runs with ``integer_division``), numerics exactly at
+  PostgreSQL's result scale (``pg_numeric_div``, see :mod:`lakegate.connectors.duckdb.pgnumeric`), floats with
+  PostgreSQL's ``division by zero`` and ``value out of range`` errors; division by zero is an error for every type.
+* float ``+ - *`` raise PostgreSQL's overflow/underflow errors where DuckDB would answer ``inf`` or 0.
+* ``avg`` of integers/numerics and ``variance``/``stddev`` family of integers/numerics are numerics computed
+  exactly from ``count``, ``sum`` and the sum of squares; ``sum(int2|int4)`` is ``int8``, ``sum(float4)`` float4.
+* ``round``/``trunc``/``ceil``/``floor``/``sign`` and the float functions take PostgreSQL's overload: an integer
+  argument is a float8 (``round(i)`` is a float, ``round(i, 2)`` a numeric); ``round(float8)`` rounds half to
+  even; ``sqrt``/``ln``/``exp``/``log``/``power`` of a numeric (PostgreSQL computes them in numeric arithmetic at
+  its own precision) are refused.
+* casts to ``numeric``: an integer keeps scale 0, a literal its own digits, a float its 15 significant digits
+  (PostgreSQL's float8 -> numeric), text is checked to fit ``DECIMAL(38, 18)``; ``'1.5'::int`` is an error.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.pgtype import PgType
+from lakegate.gateway.pgtyping import Typer
+
+DEFAULT_SCALE = 24  #: fractional digits of an exact quotient (PostgreSQL's scale is per value)
+TEXT_SCALE = 18  #: fractional digits of text (or a float) cast to unconstrained numeric
+_INT_DIGITS = {"int2": 5, "int4": 10, "int8": 19}
+
+
+def _digits(typ: PgType | None) -> int | None:
+    """Integer digits a value of ``typ`` can have, where known."""
+    if typ is None:
+        return None
+    if typ.name in _INT_DIGITS and not typ.dims:
+        return _INT_DIGITS[typ.name]
+    if typ.numeric and typ.precision is not None and typ.scale is not None:
+        return typ.precision - typ.scale
+    return None
+
+
+def quotient_scale(digits: int | None) -> int:
+    """The decimal scale of an exact quotient whose integer part has at most ``digits`` digits."""
+    return DEFAULT_SCALE if digits is None else max(DEFAULT_SCALE, min(32, 38 - digits))
+
+
+def exact_divide(a: exp.Expr, b: exp.Expr, scale: int, mode: str = "div") -> exp.Expr:
+    """DuckDB SQL of PostgreSQL's numeric ``a / b`` (``trunc``: ``div(a, b)``), as ``DECIMAL(38, scale)``."""
+    text = call(
+        "pg_numeric_div",
+        cast(a, "VARCHAR"),
+        cast(b, "VARCHAR"),
+        exp.Literal.number(scale),
+        exp.Literal.string(mode),
+    )
+    return cast(text, f"DECIMAL(38, {scale})")
+
+
+def _division(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Div | exp.Mod):
+        return None
+    a, b = node.this, node.expression
+    left, right = types.of(a), types.of(b)
+    if left is None or right is None or left.is_("unknown") or right.is_("unknown"):
+        return call("pg_div" if isinstance(node, exp.Div) else "pg_mod", a, b)  # checked when it runs
+    if left.is_("interval") or right.is_("interval"):
+        raise refusal(node, "dividing an interval")
+    if not (left.number and right.number):
+        return None  # no such operator: DuckDB reports it
+    if left.floating or right.floating:
+        if isinstance(node, exp.Mod):
+            raise refusal(node, "% of floating-point values (PostgreSQL has no such operator)")
+        return call("pg_float_div", *_floats(a, b, left, right))
+    if isinstance(node, exp.Mod):
+        return call("pg_mod", a, b)
+    if left.numeric or right.numeric:
+        return call("pg_zero_check", b, exact_divide(a, b, quotient_scale(None)))
+    return call("pg_div", a, b)
+
+
+def _floats(a: exp.Expr, b: exp.Expr, left: PgType, right: PgType) -> list[exp.Expr]:
+    """Operands of float arithmetic: float4 with anything but float4 is float8 in PostgreSQL."""
+    if left.is_("float4") and right.is_("float4"):
+        return [a, b]
+    return [
+        cast(a, "DOUBLE") if not left.is_("float8") else a,
+        cast(b, "DOUBLE") if not right.is_("float8") else b,
+    ]
+
+
+def _int_div(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``div(a, b)`` (sqlglot: a cast of ``//`` to numeric): the integral part of the exact quotient."""
+    if isinstance(node, exp.IntDiv):
+        return cast(exact_divide(node.this, node.expression, 0, "trunc"), "DECIMAL(38, 0)")
+    return None
+
+
+_FLOAT_OPS = {exp.Add: "pg_float_add", exp.Sub: "pg_float_sub", exp.Mul: "pg_float_mul"}
+
+
+def _float_arithmetic(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    name = _FLOAT_OPS.get(type(node))  # type: ignore[arg-type]
+    if name is None:
+        return None
+    left, right = types.of(node.this), types.of(node.expression)  # type: ignore[arg-type]
+    if left is None or right is None or not (left.floating or right.floating):
+        return None
+    if not (left.number or left.is_("unknown")) or not (right.number or right.is_("unknown")):
+        return None
+    return call(name, *_floats(node.this, node.expression, left, right))  # type: ignore[arg-type]
+
+
+def _statistic_kind(node: exp.Expr) -> str | None:
+    kinds = {
+        exp.Stddev: "stddev_samp",
+        exp.StddevSamp: "stddev_samp",
+        exp.StddevPop: "stddev_pop",
+        exp.Variance: "var_samp",
+        exp.VariancePop: "var_pop",
+    }
+    return kinds.get(type(node))  # type: ignore[arg-type]
+
+
+def _aggregates(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """avg/variance/stddev of exact types, sum of int2/int4/float4 — on the outermost node of the call
+    (the aggregate, its FILTER, its OVER), so that both halves of avg = sum / count carry them."""
+    agg = _unwrap(node)
+    if agg is None or _outermost(agg) is not node:
+        return None
+    arg = types.of(agg.this)
+    if arg is None:
+        return _unknown_aggregate(agg, node)
+    exact = arg.integer or arg.numeric
+    if isinstance(agg, exp.Sum):
+        to = "BIGINT" if arg.is_("int2", "int4") else "FLOAT" if arg.is_("float4") else None
+        return cast(node, to) if to else None
+    if isinstance(agg, exp.Avg) and exact:
+        total, count = _rewrap(node, agg, exp.Sum), _rewrap(node, agg, exp.Count)
+        return exact_divide(total, count, quotient_scale(_digits(arg)))
+    kind = _statistic_kind(agg)
+    if kind is not None and exact:
+        value = _argument(agg)
+        square = exp.Mul(
+            this=cast(value.copy(), "HUGEINT") if arg.integer else value.copy(),
+            expression=cast(value.copy(), "HUGEINT") if arg.integer else value.copy(),
+        )
+        parts = [
+            _rewrap(node, agg, exp.Count),
+            _rewrap(node, agg, exp.Sum),
+            _rewrap(node, agg, exp.Sum, square),
+        ]
+        scale = DEFAULT_SCALE
+        text = call(
+            "pg_numeric_var",
+            *[cast(p, "VARCHAR") for p in parts],
+            exp.Literal.string(kind),
+            exp.Literal.number(scale),
+        )
+        return cast(text, f"DECIMAL(38, {scale})")
+    return None
+
+
+def _unknown_aggregate(agg: exp.Expr, node: exp.Expr) -> exp.Expr | None:
+    if isinstance(agg, exp.Avg):  # of a value of unknown type: refused when it is exact (checked as it runs)
+        agg.set("this", call("pg_avg_arg", agg.this))
+    return None
+
+
+def _argument(agg: exp.Expr) -> exp.Expr:
+    inner = agg.this
+    if isinstance(inner, exp.Distinct):
+        return inner.expressions[0]
+    return inner
+
+
+_AGGREGATES = (exp.Sum, exp.Avg, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance, exp.VariancePop)
+
+
+def _unwrap(node: exp.Expr) -> exp.Expr | None:
+    inner = node.this if isinstance(node, exp.Window) else node
+    inner = inner.this if isinstance(inner, exp.Filter) else inner
+    return inner if isinstance(inner, _AGGREGATES) else None
+
+
+def _outermost(agg: exp.Expr) -> exp.Expr:
+    node = agg
+    if isinstance(node.parent, exp.Filter) and node.arg_key == "this":
+        node = node.parent
+    if isinstance(node.parent, exp.Window) and node.arg_key == "this":
+        node = node.parent
+    return node
+
+
+def _rewrap(
+    outer: exp.Expr,
+    agg: exp.Expr,
+    kind: type[exp.Expr],
+    value: exp.Expr | None = None,
+) -> exp.Expr:
+    """A copy of ``outer`` (the aggregate with its FILTER/OVER) with the aggregate replaced by ``kind``."""
+    argument = agg.this.copy()
+    if value is not None:
+        argument = exp.Distinct(expressions=[value]) if isinstance(agg.this, exp.Distinct) else value
+    new = kind(this=argument)
+    if outer is agg:
+        return new
+    copy = outer.copy()
+    target = copy.this if isinstance(copy, exp.Window) else copy
+    if isinstance(target, exp.Filter):
+        target.set("this", new)
+    else:
+        copy.set("this", new)
+    return copy
+
+
+_FLOAT_ONLY = {"sqrt": "sqrt()", "ln": "ln()", "exp": "exp()", "log": "log()", "pow": "power()"}
+
+
+def _math(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """PostgreSQL's overloads: integers take the float8 version (numeric for round(i, n))."""
+    key = node.key
+    if key not in ("round", "trunc", "ceil", "floor", "sign", *_FLOAT_ONLY):
+        return None
+    arg = types.of(node.this)
+    if arg is None:
+        return None
+    if key in _FLOAT_ONLY and (arg.numeric or key == "pow" and _any_numeric(node, types)):
+        raise refusal(node, f"{_FLOAT_ONLY[key]} of a numeric (PostgreSQL computes it in numeric arithmetic)")
+    decimals = node.args.get("decimals")
+    if key == "round" and arg.floating and decimals is None:
+        return call("round_even", node.this, exp.Literal.number(0))
+    if key == "sign":
+        return cast(node, "DECIMAL(1, 0)" if arg.numeric else "DOUBLE")
+    if arg.integer and decimals is None:
+        node.set("this", cast(node.this, "DOUBLE"))
+    elif arg.integer:
+        node.set("this", cast(node.this, "DECIMAL(38, 0)"))
+    return None
+
+
+def _any_numeric(node: exp.Expr, types: Typer) -> bool:
+    other = types.of(node.expression) if isinstance(node.expression, exp.Expr) else None
+    return other is not None and other.numeric
+
+
+def _cast(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Cast):
+        return None
+    to = node.to
+    source = types.of(node.this)
+    if (
+        to.this in (exp.DType.INT, exp.DType.SMALLINT, exp.DType.BIGINT)
+        and source is not None
+        and source.string
+    ):
+        node.set("this", call("pg_int_text", node.this))
+        return None
+    if to.this != exp.DType.DECIMAL:
+        return None
+    if source is not None and source.floating:
+        node.set("this", call("pg_float_numeric", node.this))
+        source = None  # text of at most 15 significant digits
+    if to.expressions:
+        return None
+    return _to_numeric(node, source)
+
+
+def _to_numeric(node: exp.Cast, source: PgType | None) -> exp.Expr:
+    inner = node.this
+    if source is not None and source.numeric:
+        return inner  # numeric::numeric changes nothing
+    if source is not None and source.integer:
+        return cast(inner, "DECIMAL(38, 0)")
+    if isinstance(inner, exp.Literal) and inner.is_string:
+        return _numeric_literal(node, inner.this)
+    return cast(call("pg_numeric_text", inner, exp.Literal.number(TEXT_SCALE)), f"DECIMAL(38, {TEXT_SCALE})")
+
+
+def _numeric_literal(node: exp.Expr, text: str) -> exp.Expr:
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        raise refusal(node, f"the numeric literal {text!r}") from None  # PostgreSQL refuses it: so do we
+    if not value.is_finite():
+        raise refusal(node, f"the numeric {text.strip()} (DuckDB's decimal has no NaN or infinity)")
+    exponent = int(value.as_tuple().exponent)
+    scale = max(0, -exponent)
+    digits = max(len(value.as_tuple().digits) - max(0, -exponent), 1) + scale
+    if digits > 38:
+        raise refusal(node, f"the numeric {text.strip()} (more than 38 digits)")
+    return cast(exp.Literal.string(text), f"DECIMAL({max(digits, scale, 1)}, {scale})")
+
+
+RULES: list[Rule] = [_division, _int_div, _float_arithmetic, _aggregates, _math, _cast]

@@ -1,0 +1,144 @@
+"""Arrays, quantified comparisons and dates on the DuckDB route as PostgreSQL computes them (rules of
+:mod:`lakegate.gateway.dialect`).
+
+* arrays: ``||`` and ``array_cat``/``array_append``/``array_prepend`` treat a NULL array as empty (DuckDB's
+  ``||`` gives NULL), ``array_remove`` keeps NULL elements (and removes them when asked to), ``array_length``/
+  ``array_upper``/``array_lower`` are NULL for an empty array, ``cardinality`` counts elements;
+* ``x = ANY(array)`` / ``x = ALL(array)``: NULL for a NULL array, and NULL rather than false when no element
+  matches but one is NULL (SQL's three-valued logic, which DuckDB's list search does not follow);
+* ``extract`` is ``numeric`` (seconds and epoch keep their microseconds), ``date_part`` ``float8``; of an
+  infinite date or timestamp PostgreSQL's fields are NULL, or +/-Infinity for year, epoch and the like (a float
+  in ``date_part``; ``extract``'s numeric Infinity has no DuckDB decimal: an error); ``date_trunc`` of a date is a
+  ``timestamptz`` and of an infinity is that infinity.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.pgtyping import Typer
+
+
+def _array_concat(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
+        return call("pg_array_cat", node.this, node.expressions[0])
+    if not isinstance(node, exp.DPipe):
+        return None
+    left, right = types.of(node.this), types.of(node.expression)
+    if left is None or right is None or not (left.dims or right.dims):
+        return None
+    if left.dims and right.dims:
+        if left.dims != right.dims:
+            return (
+                call("list_append", node.this, node.expression)
+                if left.dims > right.dims
+                else call("list_prepend", node.this, node.expression)
+            )
+        return call("pg_array_cat", node.this, node.expression)
+    if left.dims:
+        return call("list_append", node.this, node.expression)
+    return call("list_prepend", node.this, node.expression)
+
+
+def _array_functions(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if isinstance(node, exp.ArrayRemove):
+        return call("pg_array_remove", node.this, node.expression)
+    if isinstance(node, exp.ArraySize):
+        dim = node.expression if isinstance(node.expression, exp.Expr) else exp.Literal.number(1)
+        return call("pg_array_length", node.this, dim)
+    if not isinstance(node, exp.Anonymous):
+        return None
+    name = node.name.lower()
+    macros = {
+        "array_upper": "pg_array_upper",
+        "array_lower": "pg_array_lower",
+        "cardinality": "pg_cardinality",
+    }
+    if name in macros:
+        return call(macros[name], *node.expressions)
+    return None
+
+
+def _quantifier(node: exp.Expr) -> tuple[str, exp.Expr] | None:
+    """("any" | "all", the operand) of ``ANY (...)``/``ALL (...)`` (sqlglot reads ``ALL(x)`` as a call)."""
+    if isinstance(node, exp.Any | exp.All):
+        operand = node.this
+        return ("any" if isinstance(node, exp.Any) else "all"), operand
+    if (
+        isinstance(node, exp.Anonymous)
+        and node.name.upper() in ("ANY", "SOME", "ALL")
+        and len(node.expressions) == 1
+    ):
+        return ("all" if node.name.upper() == "ALL" else "any"), node.expressions[0]
+    return None
+
+
+def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    found = _quantifier(node.expression) if isinstance(node, exp.EQ) else None
+    if found is None:
+        return None
+    kind, array = found
+    inner = array.this if isinstance(array, exp.Paren) else array
+    if isinstance(inner, exp.Query | exp.Subquery):
+        return None
+    typ = types.of(inner)
+    if typ is None or not typ.dims:
+        return None
+    return call("pg_eq_any" if kind == "any" else "pg_eq_all", node.this, inner)
+
+
+_INFINITE_FIELDS = {"YEAR", "DECADE", "CENTURY", "MILLENNIUM", "EPOCH", "JULIAN", "ISOYEAR"}
+_EXACT = {"SECOND": "pg_extract_second", "EPOCH": "pg_extract_epoch"}
+_NOT_EXACT = {"MILLISECONDS", "MICROSECONDS", "JULIAN", "TIMEZONE", "TIMEZONE_HOUR", "TIMEZONE_MINUTE"}
+
+
+def _extract(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Extract):
+        return None
+    unit = node.this.name.upper()
+    if unit in _NOT_EXACT:
+        raise refusal(node, f"extract({unit.lower()} ...)")
+    source = types.of(node.expression)
+    value = node.expression
+    if (
+        source is not None
+        and source.is_("date")
+        and unit in ("HOUR", "MINUTE", "SECOND")
+        and not node.args.get("_date_part")
+    ):
+        raise refusal(node, f"extract({unit.lower()} from a date) (PostgreSQL refuses it)")
+    plain = exp.Extract(this=node.this, expression=value)
+    if unit in _EXACT:
+        exact: exp.Expr = call(_EXACT[unit], value)
+    else:
+        exact = cast(plain, "DECIMAL(38, 0)")
+    date_part = bool(node.args.get("_date_part"))
+    if date_part:
+        exact = cast(exact, "DOUBLE")
+    if source is None or not source.is_("date", "timestamp", "timestamptz"):
+        return exact
+    if unit in _INFINITE_FIELDS:
+        field = exp.Literal.string(unit.lower())
+        infinite: exp.Expr = (
+            call("pg_infinity_sign", value) if date_part else call("pg_infinite_field", value, field)
+        )
+    else:
+        infinite = exp.Null()
+    return call("pg_finite_field", value, exact, infinite)
+
+
+def _date_trunc(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        return None
+    value = node.this
+    source = types.of(value)
+    if source is None or not source.is_("date", "timestamp", "timestamptz"):
+        return None
+    if source.is_("date"):
+        value = cast(value, "TIMESTAMPTZ")
+    unit = node.args.get("unit")
+    return call("pg_date_trunc", exp.Literal.string(unit.name if unit is not None else "day"), value)
+
+
+RULES: list[Rule] = [_array_concat, _array_functions, _quantified, _extract, _date_trunc]

@@ -1,0 +1,54 @@
+"""Lake columns with their PostgreSQL types again: what the typing of a statement knows about a lake table, and
+the conversions the lake route puts in front of every lake view so that DuckDB computes on PostgreSQL's types.
+
+The lake stores ``int2`` as ``int``, and ``json``/``jsonb``, ``interval`` and unconstrained ``numeric`` as text
+(exact, and readable by any Iceberg engine). The ingest records each column's source type in the table
+property ``lakegate.pgtypes``; with it the view reads ``int2`` as ``SMALLINT`` (overflow as PostgreSQL's),
+json as ``JSON``, an interval (PostgreSQL's ISO 8601 text) as ``INTERVAL`` and an unconstrained numeric as
+``DECIMAL(38, 18)``, checked: a value with more digits is an error that names it, never a rounded number.
+``char(n)`` stays as stored (padded, as PostgreSQL keeps it); :mod:`lakegate.gateway.dialect_text` follows
+PostgreSQL's rules for it. Tables without the property (written before it existed, or not by lakegate) are read
+as their Iceberg types say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakegate.connectors.iceberg.evolution import pgtypes_of
+from lakegate.gateway.pgtype import PgType, lake_column
+
+NUMERIC_SCALE = 18  #: fractional digits of an unconstrained numeric on the lake route
+
+
+def column_types(table: Any) -> dict[str, PgType | None]:
+    """Column name -> PostgreSQL type of a pyiceberg table (None where unknown)."""
+    recorded = pgtypes_of(dict(table.properties))
+    return {f.name: lake_column(f.field_type, recorded.get(f.name)) for f in table.schema().fields}
+
+
+def conversions(types: dict[str, PgType | None]) -> dict[str, str]:
+    """Column -> the DuckDB expression that reads it with its PostgreSQL type (only those that need one)."""
+    out = {}
+    for name, typ in types.items():
+        if typ is None or typ.dims:
+            continue
+        column = '"' + name.replace('"', '""') + '"'
+        if typ.is_("int2"):
+            out[name] = f"CAST({column} AS SMALLINT)"
+        elif typ.is_("json", "jsonb"):
+            out[name] = f"CAST({column} AS JSON)"
+        elif typ.is_("interval"):
+            out[name] = f"pg_iso_interval({column})"
+        elif typ.numeric and typ.loose_scale:
+            out[name] = f"CAST(pg_numeric_text({column}, {NUMERIC_SCALE}) AS DECIMAL(38, {NUMERIC_SCALE}))"
+    return out
+
+
+def converted(view_sql: str, types: dict[str, PgType | None]) -> str:
+    """``view_sql`` with the conversions applied (the same columns, in the same order)."""
+    replace = conversions(types)
+    if not replace:
+        return view_sql
+    items = ", ".join(f'{expr} AS "{name.replace(chr(34), chr(34) * 2)}"' for name, expr in replace.items())
+    return f"SELECT * REPLACE ({items}) FROM ({view_sql})"

@@ -1,0 +1,60 @@
+"""sqlglot's PostgreSQL dialect, read closer to PostgreSQL: the gateway parses every statement with it.
+
+sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that matter to the gateway:
+
+* ``@ x`` is PostgreSQL's absolute value (sqlglot reads ``@`` as a parameter marker and fails);
+* ``ROLLUP``/``CUBE``/``GROUPING SETS`` take any expression (``ROLLUP (x IS NULL)``), not only a bitwise one;
+* ``date_part('field', x)`` is ``float8`` and ``extract(field FROM x)`` is ``numeric``; sqlglot parses both into
+  :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``).
+
+Generation is unchanged (the class inherits PostgreSQL's generator); the lake route generates DuckDB.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.tokens import TokenType
+
+
+class LakegatePostgres(Postgres):
+    class Parser(Postgres.Parser):  # type: ignore[misc,valid-type]  # sqlglot's dialects are extended so
+        UNARY_PARSERS = {
+            **Postgres.Parser.UNARY_PARSERS,
+            TokenType.PARAMETER: lambda self: self._parse_at_sign(),
+        }
+        FUNCTION_PARSERS = {
+            **Postgres.Parser.FUNCTION_PARSERS,
+            "DATE_PART": lambda self: self._parse_marked_date_part(),
+        }
+
+        def _parse_at_sign(self) -> Any:
+            """``@ x`` is abs(x); any other parameter token (``$1``) parses as sqlglot parses it."""
+            if self._prev.text != "@":
+                self._retreat(self._index - 1)
+                return self._parse_at_time_zone(self._parse_type())
+            return self.expression(exp.Abs(this=self._parse_unary()))
+
+        def _parse_marked_date_part(self) -> exp.Expr:
+            node = self._parse_date_part()
+            node.set("_date_part", True)
+            return node
+
+        def _parse_cube_or_rollup(self, with_prefix: bool = False) -> Any:
+            if self._match(TokenType.CUBE):
+                kind: type[exp.Cube | exp.Rollup] = exp.Cube
+            elif self._match(TokenType.ROLLUP):
+                kind = exp.Rollup
+            else:
+                return None
+            return self.expression(
+                kind(expressions=[] if with_prefix else self._parse_wrapped_csv(self._parse_disjunction))
+            )
+
+        def _parse_grouping_set(self) -> Any:
+            return self._parse_grouping_sets() or self._parse_cube_or_rollup() or self._parse_disjunction()
+
+
+DIALECT = LakegatePostgres
