@@ -43,7 +43,7 @@ def changes(
 def conformed(table: LakeTable, parts: list[pa.Table]) -> pa.Table:
     schema = table.changelog.schema().as_arrow()  # type: ignore[union-attr]
     if not parts:
-        return schema.empty_table()
+        return merge.empty_table(schema)
     return pa.concat_tables([merge.conform(p, schema) for p in parts])
 
 

@@ -51,6 +51,10 @@ class Interrupted(Exception):
     """A second signal: stop now."""
 
 
+class TableStopped(TransientError):
+    """A table was left out (see ``Worker.skip``); the stream starts again without it."""
+
+
 @dataclass
 class TableStatus:
     rows_appended: int = 0
@@ -79,6 +83,8 @@ class Worker:
         self.upkeep: MaintenanceThread | None = None
         #: tables to copy again under a fresh snapshot on the next start of the stream (see ingest.ddl)
         self.recopy: set[TableRef] = set()
+        #: tables left out until the worker restarts: their initial copy met a value the lake cannot hold
+        self.skip: dict[TableRef, str] = {}
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -131,9 +137,11 @@ class Worker:
             waiting_since = None
 
     def run_once(self) -> None:
+        if self.skip and all(ref in self.skip for ref in self.refs):  # nothing left to replicate
+            raise ConversionError("; ".join(self.skip.values()))
         source = PostgresSource(
             self.src.dsn,
-            self.refs,
+            [ref for ref in self.refs if ref not in self.skip],
             slot=self.src.slot,
             publication=self.src.publication,
             unbounded_numeric=self.cfg.unbounded_numeric,
@@ -221,13 +229,21 @@ class Worker:
             if table.checkpoint() is not None:  # copied again: the lake takes the table's columns as they are now
                 table.evolve(source.tables[ref].schema)
             properties = {STORAGE: source.snapshot_storage[ref]}
-            with table.snapshot(position, snapshot_ts, properties) as sink:
-                for chunk in chunks:
-                    if self.stopping.is_set():
-                        raise Interrupted(f"stopped during the snapshot of {ref}")
-                    sink.write(chunk)
-                    progress.update(chunk.num_rows)
-                source.check_session()  # still the lease holder: only then commit
+            try:
+                with table.snapshot(position, snapshot_ts, properties) as sink:
+                    for chunk in chunks:
+                        if self.stopping.is_set():
+                            raise Interrupted(f"stopped during the snapshot of {ref}")
+                        sink.write(chunk)
+                        progress.update(chunk.num_rows)
+                    source.check_session()  # still the lease holder: only then commit
+            except ConversionError as exc:  # that table stops; the stream starts again without it
+                self.skip[ref] = (
+                    f"{exc}. Correct the value in PostgreSQL and restart the worker: the table is copied then "
+                    "(the other tables go on meanwhile)"
+                )
+                self._table_failed(ref, ConversionError(self.skip[ref]))
+                raise TableStopped(f"the copy of {ref} stopped; going on without it") from exc
             progress.done()
             self.recopy.discard(ref)
             log.info("snapshot of %s complete: %d rows at %s", ref, sink.rows, format_lsn(position.lsn + 1))
@@ -300,9 +316,20 @@ class Worker:
             table = self.lake[ref]
             try:
                 data = apply.changes(table, segments, source, functools.partial(self._appended, ref))
-            except (SchemaChangeError, ConversionError) as exc:
+            except SchemaChangeError as exc:
                 source.fail_table(ref, segments[0].lsns[0])
                 self._table_failed(ref, exc)
+                continue
+            except ConversionError as exc:
+                source.fail_table(ref, segments[0].lsns[0])
+                self._table_failed(
+                    ref,
+                    ConversionError(
+                        f"{exc}. The change stays in the slot, so correcting the row is not enough: correct it in "
+                        f"PostgreSQL, stop the worker, run 'lakegate maintain --resnapshot {ref}' and start it "
+                        "again (the table is copied afresh, its older changes skipped; the other tables go on)"
+                    ),
+                )
                 continue
             table.append(data, flush.positions[ref])
             self._appended(ref, data.num_rows)

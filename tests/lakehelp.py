@@ -149,6 +149,9 @@ def _temporal_sql(typ: pa.DataType, expr: str) -> str | None:
     return f"CASE WHEN {expr} = 'infinity' THEN {big} WHEN {expr} = '-infinity' THEN -{big} ELSE {finite} END"
 
 
+_PG_CAST = {"int32": "int4", "int64": "int8", "bool": "bool", "double": "float8", "binary": "bytea"}
+
+
 def _source_expr(name: str, typ: pa.DataType) -> str:
     col = sql.Identifier(name).as_string()
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
@@ -158,8 +161,17 @@ def _source_expr(name: str, typ: pa.DataType) -> str:
     temporal = _temporal_sql(typ, col)
     if temporal:
         return temporal
-    if (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and _temporal_sql(typ.value_type, "v"):
-        element = _temporal_sql(typ.value_type, "v")
+    listed = pa.types.is_list(typ) or pa.types.is_large_list(typ)
+    inner = typ.value_type if listed else None
+    if listed and (pa.types.is_string(inner) or pa.types.is_large_string(inner)):
+        element = "CASE WHEN v IS NULL THEN NULL ELSE format('%s', v) END"  # one-dimensional arrays
+    elif listed and pa.types.is_float32(inner):
+        element = "v::float8"
+    elif listed and _PG_CAST.get(str(inner)) or (listed and pa.types.is_decimal(inner)):
+        element = f"v::{_PG_CAST.get(str(inner), 'numeric')}"  # arrays of domains come back as text otherwise
+    else:
+        element = _temporal_sql(inner, "v") if listed else None
+    if element:
         agg = f"(SELECT array_agg({element} ORDER BY o) FROM unnest({col}) WITH ORDINALITY x(v, o))"
         return f"CASE WHEN {col} IS NULL THEN NULL ELSE coalesce({agg}, '{{}}') END"
     return col
@@ -192,6 +204,10 @@ def _lake_values(col: pa.ChunkedArray) -> list:
             return col.cast(pa.list_(pa.int64())).to_pylist()
         if pa.types.is_date32(inner):
             return col.cast(pa.list_(pa.int32())).to_pylist()
+        if pa.types.is_float32(inner):
+            return col.cast(pa.list_(pa.float64())).to_pylist()
+        if isinstance(inner, pa.BaseExtensionType):  # uuid[]
+            return [None if v is None else [None if e is None else str(e) for e in v] for v in col.to_pylist()]
     return col.to_pylist()
 
 

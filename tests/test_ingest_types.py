@@ -6,6 +6,7 @@ import pytest
 from lakegate.ingest.worker import Worker
 from tests.lakehelp import (
     assert_lake_equals_source,
+    lake_table,
     make_settings,
     running_worker,
     use_reader,
@@ -147,3 +148,52 @@ def test_text_of_types_whose_cast_to_text_is_not_their_output(
     rows = {r["id"]: r for r in table.state.scan().to_arrow().to_pylist()}
     assert rows[1]["c"] == "ab    " and rows[1]["ip"] == "10.0.0.1" and rows[1]["dc"] == "z   "
     assert rows[1]["ba"] == [True, False, None] and rows[3]["ip"] == "192.168.1.5/24"
+
+
+ARRAYS_DDL = """
+CREATE TYPE hue AS ENUM ('red', 'green');
+CREATE DOMAIN small AS int CHECK (VALUE < 1000);
+CREATE TABLE arrays (
+    id int PRIMARY KEY,
+    ba bool[], i2a smallint[], i8a bigint[], oa oid[], ra real[], da double precision[], na numeric(8,3)[],
+    nfa numeric[], dta date[], tma time[], tsa timestamp[], tza timestamptz[], ua uuid[], bya bytea[],
+    ja json[], jba jsonb[], iva interval[], ipa inet[], ea hue[], doma small[], ca char(2)[], vca varchar(5)[]
+)
+"""
+
+ARRAY_ROWS = [
+    "(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "NULL, NULL, NULL, NULL, NULL)",
+    "(2, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', "
+    "'{}', '{}', '{}', '{}', '{}')",
+    "(3, '{true,NULL,false}', '{-32768,32767}', '{-9223372036854775808,NULL}', '{0,4294967295}', "
+    "'{1.5,NaN,-Infinity,NULL}', '{1e-300,Infinity}', '{12345.678,-0.001,NULL}', '{1.5,NaN,123456789.0123456789}', "
+    "'{2024-02-29,0044-03-15 BC,infinity}', '{00:00:00,23:59:59.999999,NULL}', "
+    "'{\"1900-01-01 00:00:00\",-infinity}', '{\"1969-12-31 23:59:59.999999+00\",\"2020-06-01 12:00:00+05:30\"}', "
+    "'{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11,NULL,00000000-0000-0000-0000-000000000000}', "
+    "ARRAY['\\x00ff'::bytea, NULL, '\\x'], ARRAY['{\"a\": 1}'::json, NULL], ARRAY['[1, 2]'::jsonb, '{}'], "
+    "'{\"1 day 02:00:00\",\"-1 year\"}', '{10.0.0.1,::1/128,NULL}', '{red,NULL,green}', '{1,999}', "
+    "'{a,\"b \"}', '{\"x,y\",\"\"}')",
+]
+
+
+@pytest.mark.parametrize("phase", ["snapshot", "snapshot-psql", "stream"])
+def test_arrays_of_every_scalar_type(pg: psycopg.Connection, pg_dsn: str, lake_dir, phase: str, monkeypatch) -> None:
+    from tests.lakecheck import assert_readers_equal_source
+
+    if phase.startswith("snapshot-"):
+        use_reader(monkeypatch, phase.split("-")[1])
+    pg.execute(ARRAYS_DDL)
+    settings = make_settings(pg_dsn, lake_dir, ["public.arrays"])
+    if phase.startswith("snapshot"):
+        pg.execute("INSERT INTO arrays VALUES " + ", ".join(ARRAY_ROWS))
+    with running_worker(settings):
+        wait_caught_up(pg)
+        if phase == "stream":
+            for row in ARRAY_ROWS:
+                pg.execute("INSERT INTO arrays VALUES " + row)
+            pg.execute("UPDATE arrays SET ua = ua || 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid WHERE id = 3")
+            wait_caught_up(pg)
+    assert_readers_equal_source(pg, settings, "public.arrays")
+    schema = {f.name: str(f.field_type) for f in lake_table(settings, "public.arrays").state.schema().fields}
+    assert schema["ua"] == "list<uuid>" and schema["bya"] == "list<binary>" and schema["na"] == "list<decimal(8, 3)>"

@@ -225,9 +225,10 @@ def dictionary_columns(data: pa.Table) -> list[str]:
     chosen = []
     nested = [field.name for field in data.schema if pa.types.is_nested(field.type)]
     if nested:
-        empty = io.BytesIO()
-        pq.write_table(data.schema.empty_table(), empty)
-        leaves = pq.read_metadata(io.BytesIO(empty.getvalue())).schema
+        probe = io.BytesIO()
+        # one row, not none: pyarrow cannot write a zero-row list of an extension type (uuid[])
+        pq.write_table(data.slice(0, 1), probe)
+        leaves = pq.read_metadata(io.BytesIO(probe.getvalue())).schema
         paths = [leaves.column(i).path for i in range(len(leaves))]
         chosen += [path for path in paths if any(path.startswith(name + ".") for name in nested)]
     for field, column in zip(data.schema, data.columns, strict=True):

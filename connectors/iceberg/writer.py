@@ -323,7 +323,7 @@ class LakeTable:
         expr = GreaterThanOrEqual(LSN, max(after.lsn, 0))  # type: ignore[call-arg,arg-type]
         if row_filter is not None:
             expr = expr & row_filter
-        rows = self.changelog.scan(row_filter=expr).to_arrow()
+        rows = merge.scan_to_arrow(self.changelog.scan(row_filter=expr))
         later = pc.or_(
             pc.greater(rows[LSN], after.lsn),
             pc.and_(pc.equal(rows[LSN], after.lsn), pc.greater(rows[SEQ], after.seq)),
@@ -335,21 +335,21 @@ class LakeTable:
         assert self.state is not None
         self.refresh()
         position = self.state_checkpoint()
-        state = self.state.scan().to_arrow()
+        state = merge.scan_to_arrow(self.state.scan())
         return merge.apply(state, self.tail(position), self.schema.key)
 
     def lookup(self, keys: pa.Table) -> pa.Table:
         """Current rows (state columns) for ``keys`` (a table of key columns); absent keys are left out."""
         assert self.state is not None
         if keys.num_rows == 0:
-            return self.state.schema().as_arrow().empty_table()
+            return merge.empty_table(self.state.schema().as_arrow())
         first = self.schema.key[0]
         values = [v for v in keys[first].to_pylist() if v is not None]
         self.refresh()  # a fold may have moved the state on (and expiry removed what an old snapshot used)
         position = self.state_checkpoint()
         keys_in = In(first, values)  # type: ignore[call-arg,arg-type]
         tail = self.tail(position, keys_in)
-        state = self.state.scan(row_filter=keys_in).to_arrow()
+        state = merge.scan_to_arrow(self.state.scan(row_filter=keys_in))
         current = merge.apply(state, tail, self.schema.key)
         return (
             current.join(

@@ -60,6 +60,8 @@ class _Table:
     buffer: RowBuffer
     checkpoint: Position = Position(-1, -1)
     failed_at: int | None = None  #: commit LSN of the transaction the table stopped at
+    #: a column list the lake cannot hold: the table stops at its first change the lake does not have yet
+    unusable: Exception | None = None
 
     @property
     def schema(self) -> TableSchema:
@@ -139,21 +141,30 @@ class PostgresSource:
             introspect.check_server(self.sql)
             found = introspect.check_tables(self.sql, self.refs, known)
             self.missing = found.missing
+            mapped = {}
+            for ref, table in found.found.items():
+                try:
+                    mapped[ref] = introspect.lake_schema(
+                        ref, table.columns, table.key, self.types, self.unbounded_numeric
+                    )
+                except introspect.UnsupportedColumn as exc:  # that table stops, the others go on
+                    self.missing[ref] = (
+                        f"{exc}. Drop or change the column in PostgreSQL (if the lake already holds {ref}, then "
+                        f"run 'lakegate maintain --resnapshot {ref}' with the worker stopped), or leave {ref} out "
+                        "of 'replicate'"
+                    )
+            if not mapped:
+                raise SourceConfigError("cannot replicate: " + "; ".join(self.missing.values()))
             self.publication_info = publications.sync(
                 self.sql,
                 self.publication,
-                list(found.found.values()),
+                [found.found[ref] for ref in mapped],
                 default_name=self.publication == f"lakegate_{self.name}",
             )
-            schemas = {}
-            for ref, table in found.found.items():
-                schema, codecs = introspect.lake_schema(
-                    ref, table.columns, table.key, self.types, self.unbounded_numeric
-                )
-                schemas[ref] = schema
+            for ref, (schema, codecs) in mapped.items():
                 self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
-                self.map.add(ref, table, self.tables[ref])
-        return schemas
+                self.map.add(ref, found.found[ref], self.tables[ref])
+        return {ref: schema for ref, (schema, _) in mapped.items()}
 
     @property
     def source_tables(self) -> dict[TableRef, SourceTable]:
@@ -326,7 +337,11 @@ class PostgresSource:
         lsn = self._txn_lsn
         if table.failed_at is not None:
             return False
-        return lsn > cp.lsn or (lsn == cp.lsn and self._seq > cp.seq)
+        new = lsn > cp.lsn or (lsn == cp.lsn and self._seq > cp.seq)
+        if new and table.unusable is not None:
+            self._fail(table, table.unusable)
+            return False
+        return new
 
     def _append(self, table: _Table, op: int, message: bytes) -> int:
         """Buffer a row; ``op`` is the byte of its _op letter."""
@@ -390,9 +405,18 @@ class PostgresSource:
         ref = table.ref
         try:
             schema, codecs = self._relation_schema(ref, msg)
+        except introspect.UnsupportedColumn as exc:
+            advice = (
+                f"{exc}. The slot holds changes with that column, so dropping it is not enough: drop or change the "
+                f"column in PostgreSQL, stop the worker, run 'lakegate maintain --resnapshot {ref}' and start it "
+                "again (the table is copied afresh; the other tables are not affected)"
+            )
+            table.unusable = SchemaChangeError(str(ref), advice)  # changes the lake holds already are fine
+            return
         except SourceConfigError as exc:
             self._fail(table, SchemaChangeError(str(ref), str(exc)))
             return
+        table.unusable = None
         if schema == table.schema:
             return
         table.buffer.new_schema(schema, codecs)

@@ -20,6 +20,10 @@ from lakegate.connectors.postgres.types import (
 )
 
 
+class UnsupportedColumn(SourceConfigError):
+    """A column whose type has no exact lake type; the message names table, column and type."""
+
+
 @dataclass(frozen=True)
 class SourceColumn:
     """A column as PostgreSQL describes it (from the catalog or a pgoutput Relation message)."""
@@ -209,10 +213,7 @@ def lake_schema(
                 catalog, col.type_oid, col.typmod, col.ndims, unbounded_numeric=unbounded_numeric
             )
         except (UnsupportedType, ConversionError) as exc:
-            raise SourceConfigError(
-                f"table {ref}, column {col.name!r}: {exc}. Drop or change the column in the source, or leave the "
-                f"table out of 'replicate'"
-            ) from exc
+            raise UnsupportedColumn(f"table {ref}, column {col.name!r}: {exc}") from exc
         codecs[col.name] = codec
         cols.append(
             Column(
