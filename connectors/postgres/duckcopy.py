@@ -57,6 +57,17 @@ _WRAPPED_BELOW = -(2**62)
 _lock = threading.Lock()
 _database: list[duckdb.DuckDBPyConnection | None] = []  #: [] = not tried yet
 _aliases = itertools.count(1)
+#: held while a reader's connection is interrupted or leaves ``connections``: DuckDB aborts the process when a
+#: connection is interrupted while another thread closes it
+_LIFETIME = threading.Lock()
+
+
+def interrupt(connections: list[duckdb.DuckDBPyConnection]) -> None:
+    """Interrupt the readers' running queries (from the consuming thread); a reader that is closing is left be."""
+    with _LIFETIME:
+        for con in connections:
+            with contextlib.suppress(Exception):
+                con.interrupt()
 
 
 def database() -> duckdb.DuckDBPyConnection | None:
@@ -192,6 +203,8 @@ def read(
             con.execute("ROLLBACK")
         with contextlib.suppress(Exception):
             con.execute(f"DETACH DATABASE IF EXISTS {alias}")
+        with _LIFETIME:
+            connections.remove(con)
         con.close()
 
 

@@ -404,7 +404,5 @@ def _duckdb_chunks(
     finally:
         cancel.set()
         if reader.is_alive():
-            for con in connections:
-                with contextlib.suppress(Exception):
-                    con.interrupt()
+            duckcopy.interrupt(connections)
         reader.join(30)
