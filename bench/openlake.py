@@ -1,9 +1,10 @@
 """Open lake benchmarks (issue 12), at the lake-writing layer: no PostgreSQL, the changes are generated.
 
 (a) CPU per 1,000 changes for a steady trickle of random-key updates (batches of 500, one per second of the
-    worker's default flush) into state tables of --rows-small and --rows rows: the position-delete path (change-log
-    append + row-delta commit + compaction when due) beside the fold path of the first version (change-log append,
-    fold every --fold-every batches). Target: the large table's figure within 1.5x of the small one's.
+    worker's default flush) into state tables of --rows-small and --rows rows: the writer as it is (change-log
+    append + row-delta commit on the state table + compaction every 16) beside the first version's (change-log
+    append, fold every --fold-every batches; tests/first_version.py). Target: the large table's figure within
+    1.5x of the small one's.
 (c) Key-index bytes per row and rebuild time from the lake at --rows rows, for a bigint key and a composite key.
 
     python -m bench.openlake [--rows 10000000] [--rows-small 1000000] [--batches 60]
@@ -23,10 +24,10 @@ import pyarrow as pa
 
 from bench.common import workdir
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Position, TableRef, TableSchema
-from lakegate.connectors.iceberg import compaction
 from lakegate.connectors.iceberg.catalog import open_catalog
 from lakegate.connectors.iceberg.state import StateTable
-from lakegate.connectors.iceberg.writer import LakeTable, stamp
+from lakegate.connectors.iceberg.writer import LakeTable
+from tests import first_version
 
 BATCH = 500
 CHUNK = 1_000_000
@@ -54,10 +55,10 @@ def _rows(start: int, stop: int, composite: bool) -> pa.Table:
     return pa.table({"id": ids, "v": ids})
 
 
-def _lake(root: Path, rows: int, composite: bool = False) -> LakeTable:
+def _lake(root: Path, rows: int, composite: bool = False, kind: type[LakeTable] = LakeTable) -> LakeTable:
     """A lake table whose initial snapshot holds ``rows`` rows."""
     catalog = open_catalog("bench", f"sqlite:///{root / 'catalog.db'}", str(root / "warehouse"))
-    table = LakeTable(catalog, _schema(composite))
+    table = kind(catalog, _schema(composite))
     table.create()
     with table.snapshot(Position(1, 0), int(time.time() * 1e6)) as sink:
         for start in range(0, rows, CHUNK):
@@ -81,25 +82,25 @@ def _updates(rng: np.random.Generator, rows: int, lsn: int) -> pa.Table:
     )
 
 
+class _FirstVersion(LakeTable):
+    """The first version's writer: the change log only at each flush; the state table folded now and then."""
+
+    def _follow(self, data: pa.Table, before: Position, position: Position) -> None:
+        pass
+
+
 def trickle(root: Path, rows: int, batches: int, fold_every: int, positional: bool) -> float:
     """CPU seconds per 1,000 changes."""
-    table = _lake(root, rows)
-    assert table.state is not None
-    state = StateTable(table.state, table.schema.key) if positional else None
-    if state is not None:
-        state.rebuild()  # at start, as the worker does (measured by (c))
+    table = _lake(root, rows, kind=LakeTable if positional else _FirstVersion)
+    if positional:
+        table.catch_up()  # at start, as the worker does: builds the key index (measured by (c))
     rng = np.random.default_rng(1)
     started = time.process_time()
     for n in range(batches):
         position = Position(10 + n, BATCH)
-        changes = _updates(rng, rows, position.lsn)
-        table.append(changes, position)
-        if state is not None:
-            state.commit(changes, stamp(position))
-            if n % 16 == 15:
-                compaction.compact(state, stamp(position))
-        elif n % fold_every == fold_every - 1:
-            table.fold()
+        table.append(_updates(rng, rows, position.lsn), position)  # with positional, the state commit too
+        if not positional and n % fold_every == fold_every - 1:
+            first_version.fold(table)
     return (time.process_time() - started) / (batches * BATCH / 1000)
 
 

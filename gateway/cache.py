@@ -1,11 +1,9 @@
 """The lake cache: hot lake data kept in the gateway's DuckDB memory, keyed by Iceberg snapshot so it is never stale.
 
-What is cached is the *stable* part of a lake table: a plain Iceberg table at its current snapshot, and for a
-lakegate state table (merge-on-read, :mod:`lakegate.gateway.lake`) the state table's rows at the state table's snapshot.
-A change log is never cached (it changes at every commit); a state table's change-log tail is still read from
-Parquet by every query, so queries see every committed change. A version is (table uuid, snapshot id, schema id):
-a commit, a fold, a schema change or a re-created table is a new version, and a query only ever reads the version
-its own metadata lookup named.
+What is cached is a lake table at its current snapshot: a plain Iceberg table, or a lakegate state table (exact
+at every commit, read as plain Iceberg, :mod:`lakegate.gateway.lake`). A change log is never cached (it changes at
+every commit). A version is (table uuid, snapshot id, schema id): a commit, a compaction, a schema change or a
+re-created table is a new version, and a query only ever reads the version its own metadata lookup named.
 
 Life of an entry: a query that finds no entry for the current version reads Parquet as before and asks for a load
 (single-flight per version); one loader thread runs ``CREATE TABLE lakegate_cache.tN AS SELECT * FROM

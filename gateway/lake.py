@@ -6,21 +6,19 @@ started. With pyiceberg's SQL catalog one query on the catalog's ``iceberg_table
 schema, shared by the Java and Python implementations) lists every table and its location; other catalogs
 (REST, Glue) are asked table by table. Parsed metadata is cached by location, so an unchanged table costs nothing.
 
-A state table (``lakegate.kind=state``) whose stamp covers its change log's position (kept with position deletes at
-every commit, issue 12, or just folded) is read as the plain Iceberg table it is. Otherwise it is read
-merge-on-read, with the same semantics as
-:func:`lakegate.connectors.iceberg.merge.apply`:
-the state table's rows whose key is not in the change-log tail after the
-state's stamp, plus the latest change per key of that tail unless it is a delete; a truncate in the tail removes
-everything before it. The tail scan is pruned by ``_lsn`` (Iceberg file statistics skip older files).
+Every table is read as the plain Iceberg table it is, DuckDB applying position deletes: a state table
+(``lakegate.kind=state``) is exact at every commit (the writer follows each change-log commit with a row delta on
+it, issue 12), so the gateway reads exactly what any other Iceberg engine reads. A state table can be behind its
+change log only while a worker that stopped between its two commits has not started again, or in a lake written by
+the first version before its worker's first start (which catches it up); meanwhile it reads as of its stamp,
+consistent and older (``/v1/status`` shows ``committed_lsn`` and ``folded_lsn``, the state's stamp).
 
-The stable part of a table (a plain table, or a state table without its tail) can come from somewhere other than
-Parquet: :func:`view_sql` takes a ``cached`` lookup (the gateway's lake cache, :mod:`lakegate.gateway.cache`) that may
-name an in-memory table holding exactly that snapshot.
+A table (never a change log, which grows at every commit) can come from somewhere other than Parquet:
+:func:`view_sql` takes a ``cached`` lookup (the gateway's lake cache, :mod:`lakegate.gateway.cache`) that may name an
+in-memory table holding exactly that snapshot.
 
-Time travel uses change-log snapshots for both shapes: ``FOR VERSION AS OF <change-log snapshot id>`` or
-``FOR TIMESTAMP AS OF <time>``. A state table at change-log snapshot C is the newest state snapshot folded no
-further than C's position, merged with C's tail.
+Time travel: ``FOR VERSION AS OF <snapshot id>`` or ``FOR TIMESTAMP AS OF <time>``, the table's own snapshots; a
+state table's snapshot is the source table as of the position stamped on it.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from sqlalchemy import select
 
-from lakegate.connectors.changes import ZERO, Position
+from lakegate.connectors.changes import Position
 from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE
 from lakegate.connectors.iceberg.writer import PROP_LSN, PROP_SEQ
@@ -81,7 +79,8 @@ class LakeEntry:
 
     @property
     def history(self) -> Table:
-        """The table whose snapshots are the versions of this one (the change log, for a state table)."""
+        """The table whose commits say what the lake holds (the change log, for a state table: its stamp is what
+        the worker committed, its properties carry the worker's records)."""
         return self.changelog if self.changelog is not None else self.table
 
 
@@ -204,20 +203,17 @@ def stamp_at(table: Table, snapshot: Snapshot | None) -> Position | None:
 
 
 def pick_snapshot(entry: LakeEntry, travel: TimeTravel | None) -> Snapshot | None:
-    """The snapshot of ``entry.history`` that ``travel`` names (None = current)."""
-    history = entry.history
+    """The snapshot of ``entry.table`` that ``travel`` names (None = current)."""
+    history = entry.table
     if travel is None:
         return history.current_snapshot()
     full = f"lake table {entry.namespace}.{entry.name}"
     if travel.snapshot_id is not None:
         snap = history.snapshot_by_id(travel.snapshot_id)
         if snap is None:
-            where = (
-                " (the versions of a state table are its change log's snapshots)" if entry.changelog else ""
-            )
             raise NotFound(
-                f"{full} has no snapshot {travel.snapshot_id}{where}; GET /v1/schema lists the "
-                "recent snapshots of every lake table"
+                f"{full} has no snapshot {travel.snapshot_id}; GET /v1/schema lists the recent snapshots of "
+                "every lake table"
             )
         return snap
     snap = history.snapshot_as_of_timestamp(int(travel.timestamp_ms or 0))
@@ -238,71 +234,10 @@ def _oldest(table: Table) -> str:
 
 
 def view_sql(entry: LakeEntry, travel: TimeTravel | None = None, cached: Cached | None = None) -> str:
-    """DuckDB SQL of a SELECT that returns ``entry`` now, or at ``travel``; ``cached`` may serve the stable
-    part (never a change log, which changes at every commit)."""
+    """DuckDB SQL of a SELECT that returns ``entry`` now, or at ``travel``; ``cached`` may serve it (never a
+    change log, which changes at every commit)."""
     snapshot = pick_snapshot(entry, travel)
     travelling = travel is not None
     if entry.kind == CHANGELOG:
         return f"SELECT * FROM {scan(entry.table, snapshot if travelling else None)}"
-    if entry.kind != STATE:
-        return f"SELECT * FROM {stable_scan(entry.table, snapshot, travelling, cached)}"
-    assert entry.changelog is not None
-    position = stamp_at(entry.changelog, snapshot) if snapshot is not None else None
-    state_snap = _state_snapshot(entry.table, position, travelling)
-    state_stamp = (stamp_at(entry.table, state_snap) or ZERO) if state_snap is not None else ZERO
-    state = stable_scan(entry.table, state_snap, travelling, cached) if state_snap is not None else ""
-    if state and position is not None and state_stamp >= position:
-        # the state table holds everything the change log does (kept with position deletes, or just folded):
-        # a plain Iceberg read, DuckDB applying the deletes
-        return f"SELECT {', '.join(quote(c) for c in entry.columns)} FROM {state}"
-    return state_view_sql(entry, state, state_stamp, snapshot, travelling)
-
-
-def _state_snapshot(state: Table, position: Position | None, travelling: bool) -> Snapshot | None:
-    """The state snapshot to merge with the change log: the current one, or for a past version the newest one
-    whose fold stamp is not past that version's position."""
-    current = state.current_snapshot()
-    if not travelling or current is None:
-        return current
-    for snap in ancestors_of(current, state.metadata):
-        stamp = stamp_at(state, snap)
-        if position is not None and stamp is not None and stamp <= position:
-            return snap
-    return None
-
-
-def state_view_sql(
-    entry: LakeEntry,
-    state_scan: str,
-    stamp: Position,
-    log_snap: Snapshot | None,
-    travelling: bool,
-) -> str:
-    """``state_scan`` is the FROM item of the state table's rows ("" when the state table has no snapshot)."""
-    assert entry.changelog is not None
-    columns = ", ".join(quote(c) for c in entry.columns)
-    partition = ", ".join(quote(k) for k in entry.key)
-    same_key = " AND ".join(f"l.{quote(k)} = s.{quote(k)}" for k in entry.key)
-    if log_snap is None:
-        tail = f"SELECT * FROM {scan(entry.changelog, None)} WHERE false"
-    else:
-        tail = (
-            f"SELECT * FROM {scan(entry.changelog, log_snap if travelling else None)} "
-            f"WHERE _lsn >= {max(stamp.lsn, 0)} AND (_lsn > {stamp.lsn} OR _seq > {stamp.seq})"
-        )
-    if not state_scan:
-        state = f"SELECT {columns} FROM __tail AS s WHERE false"
-    else:
-        state = (
-            f"SELECT {columns} FROM {state_scan} AS s "
-            f"WHERE NOT EXISTS (SELECT 1 FROM __cut) AND NOT EXISTS (SELECT 1 FROM __live AS l WHERE {same_key})"
-        )
-    return (
-        f"WITH __tail AS ({tail}), "
-        "__cut AS (SELECT _lsn AS cut_lsn, _seq AS cut_seq FROM __tail WHERE _op = 't' "
-        "ORDER BY _lsn DESC, _seq DESC LIMIT 1), "
-        "__live AS (SELECT * FROM __tail WHERE NOT EXISTS (SELECT 1 FROM __cut WHERE __tail._lsn < __cut.cut_lsn "
-        "OR (__tail._lsn = __cut.cut_lsn AND __tail._seq <= __cut.cut_seq)) "
-        f"QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY _lsn DESC, _seq DESC) = 1) "
-        f"{state} UNION ALL SELECT {columns} FROM __live WHERE _op IN ('r', 'c', 'u')"
-    )
+    return f"SELECT * FROM {stable_scan(entry.table, snapshot, travelling, cached)}"

@@ -158,7 +158,7 @@ def table_gauges(status: dict[str, Any]) -> list[str]:
             lines.append(f"{name}{_labels(table=table['table'])} {value}")
     name = "lakegate_table_upkeep_failing_seconds"
     lines += [
-        f"# HELP {name} Seconds since a background upkeep step (fold, maintenance) of the table began failing.",
+        f"# HELP {name} Seconds since a background upkeep step (maintenance) of the table began failing.",
         f"# TYPE {name} gauge",
     ]
     for table in status.get("tables", []):

@@ -3,7 +3,7 @@
 BI dashboards send the same SQL again and again; parsing, guarding and routing it with sqlglot costs about a
 millisecond of Python each time. What is kept is a :class:`lakegate.gateway.route.Routed`: the route and the engine SQL
 *without* the lake views. The views are rendered for every query from the tables' current metadata (so a commit,
-a fold, a schema change or a cache load is seen at once), which is why a cached plan can never be stale about
+a compaction, a schema change or a cache load is seen at once), which is why a cached plan can never be stale about
 the lake's data or columns.
 
 What a cached routing does depend on is which tables exist: name resolution (search path, "does

@@ -46,7 +46,7 @@ def lake_tables(catalog: Catalog) -> list[dict[str, Any]]:
     out = []
     for namespace, name in sorted(listing):
         entry = catalog.lake.entry(namespace, name, listing)
-        history = entry.history
+        history = entry.table  # the versions time travel names (a state table's own snapshots)
         snapshots = [
             {
                 "snapshot_id": s.snapshot_id,

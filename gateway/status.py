@@ -1,12 +1,13 @@
 """Freshness of every lake table (``GET /v1/status`` and the table gauges of ``/metrics``).
 
-For a replicated table: the position its change log holds (``committed_lsn``), the position its state table is
-folded to (``folded_lsn``), the source's current WAL position (``source_lsn``) and what the replication slot has
+For a replicated table: the position its change log holds (``committed_lsn``), the position its state table holds
+(``folded_lsn``, the name kept from the first version's folds; equal to ``committed_lsn`` but for the moment between
+a flush's two commits), the source's current WAL position (``source_lsn``) and what the replication slot has
 confirmed (``confirmed_lsn``). The worker confirms only what every table has committed, so a table is current up
 to the larger of its own stamp and the slot's confirmation, and ``lag_bytes`` is the WAL after that.
 ``lag_seconds`` is PostgreSQL's own measure for the slot's connection (``pg_stat_replication.flush_lag``, 0 when
 caught up); with no worker connected it is the time since the table's last commit, or null when unknown.
-``upkeep`` is null, or the background upkeep steps (fold, maintenance) the worker has seen failing for the table,
+``upkeep`` is null, or the background upkeep steps (maintenance) the worker has seen failing for the table,
 each with ``since`` and ``error``.
 """
 

@@ -17,11 +17,11 @@ class IngestSettings:
         "Flush earlier when this many bytes of changes are buffered.", 64 * 2**20, kind="size"
     )
     fold_interval: float = setting(
-        "How often the change-log tail is merged into the state table.", 60.0, kind="duration"
+        "No longer used: state tables are kept exact at every commit (accepted so that older files still load).",
+        60.0,
+        kind="duration",
     )
-    fold_rows: int = setting(
-        "Merge the tail into the state table earlier once it holds this many changes.", 1_000_000
-    )
+    fold_rows: int = setting("No longer used (see fold_interval).", 1_000_000)
     unbounded_numeric: str = setting(
         "Lake type of numeric columns without precision: 'string' (exact text) or "
         "'decimal(P,S)' (values that do not fit stop ingest with an error).",
@@ -33,7 +33,7 @@ class IngestSettings:
         kind="duration",
     )
     changelog_retention: float = setting(
-        "Change-log rows older than this are removed once folded into the state (0 = keep every change).",
+        "Change-log rows older than this are removed once the state table holds them (0 = keep every change).",
         0.0,
         kind="duration",
     )
@@ -44,7 +44,7 @@ class IngestSettings:
         kind="duration",
     )
     upkeep_failure_limit: float = setting(
-        "The worker exits (non-zero) when its background upkeep (fold, compaction, expiry) has kept failing for "
+        "The worker exits (non-zero) when its background upkeep (compaction, expiry) has kept failing for "
         "this long; failures are retried with backoff and shown in /v1/status meanwhile (0 = never exit).",
         3600.0,
         kind="duration",

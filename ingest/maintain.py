@@ -1,7 +1,10 @@
-"""Lake maintenance: folding change-log tails into state tables, compaction, snapshot expiry, re-snapshots.
+"""Lake maintenance: compaction, snapshot expiry, change-log retention, state tables caught up with their change
+logs, re-snapshots.
 
 The worker runs it in a background thread (:mod:`lakegate.ingest.upkeep`); ``lakegate maintain`` runs it on
-demand.
+demand. State tables are the writer's: it keeps them exact and compacts them at its commits, where its key index
+lives (:mod:`lakegate.connectors.iceberg.statesync`); the background upkeep only expires their snapshots.
+``lakegate maintain --compact`` compacts them too (a running worker then reads its key index again).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from lakegate.connectors.changes import TableRef
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import LakeError, SourceConfigError
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import maintenance
+from lakegate.connectors.iceberg import compaction, maintenance, statesync
+from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.ingest.config import IngestSettings
 
@@ -26,22 +30,38 @@ def replicated(sources: Sequence[SourceSettings]) -> list[TableRef]:
     return [TableRef.parse(t) for src in sources for t in src.replicate]
 
 
-def maintain_table(table: LakeTable, cfg: IngestSettings, *, fold: bool, compact: bool, expire: bool) -> None:
-    if fold:
-        table.fold()
+def maintain_table(
+    table: LakeTable,
+    cfg: IngestSettings,
+    *,
+    catch_up: bool,
+    compact: bool,
+    expire: bool,
+    compact_state: bool = False,
+) -> None:
+    """``catch_up``: bring the state table up to its change log; ``compact``: the change log's small files, and
+    with ``compact_state`` the state table's (files past their deleted fraction, delete files)."""
+    if catch_up:
+        caught = table.catch_up()
+        if caught:
+            log.info("%s: the state table caught up with %d change(s)", table.schema.table, caught)
+    if compact_state and table.state is not None:
+        position = table.state_checkpoint()
+        result = compaction.compact(
+            statesync.state_of(table), stamp(position, **{"lakegate.maintenance": "compact"}), index=False
+        )
+        log.info("%s: state table: %s", table.schema.table, result)
     retention = cfg.changelog_retention
     if expire and retention and table.changelog is not None:
         folded = table.state_checkpoint().lsn if table.state is not None else None
         trimmed = maintenance.trim_changelog(table.changelog, timedelta(seconds=retention), folded)
         if trimmed:
             log.info("%s: removed %d change-log row(s) older than the retention", table.schema.table, trimmed)
-    tables = [t for t in (table.changelog, table.state) if t is not None]
-    maintenance.run(
-        tables,
-        do_compact=compact,
-        do_expire=expire,
-        expiry=timedelta(seconds=cfg.snapshot_expiry),
-    )
+    expiry = timedelta(seconds=cfg.snapshot_expiry)
+    if table.changelog is not None:
+        maintenance.run([table.changelog], do_compact=compact, do_expire=expire, expiry=expiry)
+    if table.state is not None:  # compacted with its deletes above, never as a plain table
+        maintenance.run([table.state], do_compact=False, do_expire=expire, expiry=expiry)
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:
@@ -77,7 +97,7 @@ def run(
     if args.resnapshot:
         _resnapshot(lake, sources, [TableRef.parse(t) for t in args.resnapshot])
         return 0
-    everything = not (args.fold or args.compact or args.expire_snapshots)
+    everything = not (args.catch_up or args.compact or args.expire_snapshots)
     catalog = lake_catalog.from_settings(lake)
     for ref in replicated(sources):
         try:
@@ -88,8 +108,9 @@ def run(
         maintain_table(
             table,
             cfg,
-            fold=everything or args.fold,
+            catch_up=everything or args.catch_up,
             compact=everything or args.compact,
+            compact_state=everything or args.compact,
             expire=everything or args.expire_snapshots,
         )
         print(f"{ref}: maintained")

@@ -1,6 +1,7 @@
-"""The worker's background upkeep: folds change-log tails into state tables, compacts and expires snapshots.
+"""The worker's background upkeep: compacts and expires snapshots (state tables are kept exact and compacted by the
+writer itself, at its commits: :mod:`lakegate.connectors.iceberg.statesync`).
 
-Nothing here may stop the upkeep for good: any failure of one table's fold or maintenance (a commit conflict, an
+Nothing here may stop the upkeep for good: any failure of one table's maintenance (a commit conflict, an
 unreadable file, a catalog that is down) is logged and that step is retried with a backoff (5 s doubling to
 5 min), while the other tables go on. A table whose upkeep fails is marked in the lake (change-log table
 property ``lakegate.upkeep``: since when, what, the error), which ``/v1/status`` and ``/metrics`` show, and the
@@ -47,8 +48,7 @@ class Failure:
 
 
 class MaintenanceThread(threading.Thread):
-    """Folds tails every ``fold_interval`` (sooner when a table's tail reaches ``fold_rows``), compacts and
-    expires every ``maintenance_interval``; see the module docstring for failures."""
+    """Compacts and expires every ``maintenance_interval``; see the module docstring for failures."""
 
     def __init__(
         self,
@@ -56,39 +56,28 @@ class MaintenanceThread(threading.Thread):
         cfg: IngestSettings,
         refs: list[TableRef],
         stop: threading.Event,
-        appended: Callable[[TableRef], int],
         active: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(name="lakegate-maintenance", daemon=True)
         self.cfg = cfg
         self.refs = refs
         self.stop_event = stop
-        self.appended = appended  #: rows the worker has appended to a table's change log so far
         self.active = active  #: whether the worker holds the source's lease (no upkeep beside another worker)
         self.lake = lake
         self.catalog = lake_catalog.from_settings(lake)
         self.tables: dict[TableRef, LakeTable] = {}
         self.failures: dict[tuple[TableRef, str], Failure] = {}
-        self.folds = 0
 
     # -------------------------------------------------------------------------------------------- the loop
 
     def run(self) -> None:
         cfg = self.cfg
-        last_fold = {ref: time.monotonic() for ref in self.refs}
-        folded_rows = {ref: 0 for ref in self.refs}
         last_maintenance = time.monotonic()
-        maintain = functools.partial(maintain_table, cfg=cfg, fold=False, compact=True, expire=True)
+        maintain = functools.partial(maintain_table, cfg=cfg, catch_up=False, compact=True, expire=True)
         while not self.stop_event.wait(0.5):
             if not self.active():
                 continue
             now = time.monotonic()
-            for ref in self.refs:
-                appended = self.appended(ref)
-                pending = appended - folded_rows[ref]
-                due = pending and (now - last_fold[ref] >= cfg.fold_interval or pending >= cfg.fold_rows)
-                if due and self._step(ref, "fold", lambda t: t.fold(wait=False)):
-                    last_fold[ref], folded_rows[ref] = time.monotonic(), appended
             if cfg.maintenance_interval and now - last_maintenance >= cfg.maintenance_interval:
                 for ref in self.refs:
                     self._step(ref, "maintenance", maintain)
@@ -107,7 +96,7 @@ class MaintenanceThread(threading.Thread):
         return self.tables[ref]
 
     def _step(self, ref: TableRef, what: str, action: Callable[[LakeTable], object]) -> bool:
-        """Run one upkeep step of one table unless it is backing off; True when it ran and did its work."""
+        """Run one upkeep step of one table unless it is backing off; True when it ran."""
         failure = self.failures.get((ref, what))
         if failure is not None and time.monotonic() < failure.next_try:
             return False
@@ -115,7 +104,7 @@ class MaintenanceThread(threading.Thread):
             table = self._table(ref)
             if table is None:
                 return False
-            result = action(table)
+            action(table)
         except Exception as exc:  # anything: the upkeep must outlive it (see the module docstring)
             self._failed(ref, what, exc)
             self.tables.pop(ref, None)  # read the table afresh next time
@@ -124,10 +113,7 @@ class MaintenanceThread(threading.Thread):
             del self.failures[(ref, what)]
             log.info("%s of %s works again (after %d failed attempt(s))", what, ref, failure.attempts)
             self._mark(ref)
-        if what == "fold" and isinstance(result, int) and result >= 0:
-            self.folds += 1
-            return True
-        return what != "fold"
+        return True
 
     def _failed(self, ref: TableRef, what: str, exc: Exception) -> None:
         message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ConnectorError) else str(exc)

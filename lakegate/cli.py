@@ -117,11 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
     _sql_arguments(sql)
     sql.set_defaults(func=_cmd_sql)
 
-    maintain = sub.add_parser("maintain", help="compact, expire snapshots, fold change logs, re-snapshot tables")
+    maintain = sub.add_parser(
+        "maintain", help="compact, expire snapshots, catch state tables up with their change logs, re-snapshot tables"
+    )
     maintain.add_argument("--config", required=True, help="TOML configuration file")
-    maintain.add_argument("--compact", action="store_true", help="merge small data files")
+    maintain.add_argument("--compact", action="store_true",
+                          help="merge small data files; rewrite state-table files without their deleted rows")
     maintain.add_argument("--expire-snapshots", action="store_true", help="expire snapshots older than the retention")
-    maintain.add_argument("--fold", action="store_true", help="merge change-log tails into the state tables")
+    maintain.add_argument("--catch-up", "--fold", dest="catch_up", action="store_true",
+                          help="commit the change-log tail a state table lacks (a lake written before state tables "
+                          "were kept at every commit, or a worker stopped between its two commits); the worker "
+                          "does it on start")
     maintain.add_argument("--resnapshot", metavar="SCHEMA.TABLE", action="append", default=[],
                           help="drop a table's lake tables so that the worker copies it again on its next start")
     maintain.set_defaults(func=_cmd_maintain)

@@ -33,7 +33,7 @@ def write_config(settings: settings_mod.Settings, path: Path) -> Path:
             for k in ("name", "kind", "dsn", "replicate", "slot", "publication", "allow_privileged_role")
         ]
     lines += ["", "[ingest]"]
-    for key in ("commit_interval", "max_batch_rows", "fold_interval", "fold_rows", "unbounded_numeric"):
+    for key in ("commit_interval", "max_batch_rows", "unbounded_numeric"):
         lines.append(f"{key} = {toml_value(getattr(settings.ingest, key))}")
     lines += ["", "[gateway]"]
     for key in ("host", "port", "tokens", "max_rows", "timeout"):

@@ -1,6 +1,7 @@
-"""Lake tables through the gateway: every committed change is visible at once (the gateway merges the change-log
-tail into the state table, agreeing with LakeTable.current()), time travel by snapshot id and by timestamp,
-change-log-only tables, and the freshness figures of /v1/status."""
+"""Lake tables through the gateway: every committed change is visible at once (the state table, read as the plain
+Iceberg table it is, agrees with LakeTable.current()), time travel by the state table's own snapshot ids and by
+timestamp, a state table behind its change log read as of its stamp, change-log-only tables, and the freshness
+figures of /v1/status."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.gateway.errors import BadRequest, NotFound
 from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of, same_rows
@@ -34,15 +36,17 @@ def _check(gateway: Gateway, conn: psycopg.Connection, settings: Any, what: str)
 
 
 def _version(gateway: Gateway) -> tuple[int, int]:
-    """(snapshot id, commit time ms) of the items change log's current snapshot."""
+    """(snapshot id, commit time ms) of the items state table's current snapshot."""
     listing = gateway.lake.listing()
     entry = gateway.lake.entry("public", "items", listing)
-    snap = entry.history.current_snapshot()
+    snap = entry.table.current_snapshot()
     assert snap is not None
     return snap.snapshot_id, snap.timestamp_ms
 
 
-def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: str, lake_dir: Path) -> None:
+def test_state_tables_time_travel_and_status(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pg.execute(
         "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(12,2), tags text[], seen timestamptz)"
     )
@@ -54,9 +58,6 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
     pg.execute("ALTER TABLE events REPLICA IDENTITY FULL")
     pg.execute("INSERT INTO events VALUES ('boot', '2024-01-01 00:00+00')")
     settings = gateway_settings(pg_dsn, lake_dir, ["public.items", "public.events"])
-    settings.ingest.fold_interval = (
-        3600.0  # the state table stays as the snapshot left it: the gateway merges
-    )
     settings.ingest.maintenance_interval = 0.0
     gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     versions: list[tuple[int, int, list[tuple[Any, ...]]]] = []
@@ -81,10 +82,6 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
                     (snapshot_id, committed_ms, pg_rows(pg, f"SELECT {COLUMNS} FROM public.items"))
                 )
                 time.sleep(0.05)  # commits of different steps get different times
-            assert (
-                lake_table(settings, "public.items").state_checkpoint()
-                < lake_table(settings, "public.items").checkpoint()
-            ), "the tail was folded: the merge was not exercised"
             pg.execute("TRUNCATE items")
             pg.execute("INSERT INTO items VALUES (1, 'after truncate', 1.00, NULL, NULL)")
             wait_caught_up(pg)
@@ -95,8 +92,21 @@ def test_merge_on_read_time_travel_and_status(pg: psycopg.Connection, pg_dsn: st
             wait_caught_up(pg)
             status = gateway.status()
             metrics = gateway.metrics.render(status)
-        lake_table(settings, "public.items").fold()
-        _check(gateway, pg, settings, "after folding the tail into the state table")
+        # a worker that stops between its two commits: the gateway reads the state as of its stamp until the
+        # worker starts again and catches up
+        before = rows_of(gateway.query(f"SELECT {COLUMNS} FROM lake.public.items").table)
+        monkeypatch.setattr(LakeTable, "_follow", lambda *args: None)
+        with running_worker(settings):
+            pg.execute("UPDATE items SET name = 'not in the state yet'")
+            wait_caught_up(pg)
+        monkeypatch.undo()
+        table = lake_table(settings, "public.items")
+        assert table.state_checkpoint() < table.checkpoint()
+        behind = rows_of(gateway.query(f"SELECT {COLUMNS} FROM lake.public.items").table)
+        assert same_rows(behind, before, ordered=False), "not the state as of its stamp"
+        with running_worker(settings):
+            wait_caught_up(pg)
+            _check(gateway, pg, settings, "after the worker started again")
 
         for snapshot_id, committed_ms, rows in versions:
             got = rows_of(

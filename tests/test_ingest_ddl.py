@@ -25,7 +25,7 @@ def _toast_table(pg: psycopg.Connection, name: str, rows: int = 2000) -> None:
 def test_add_column_with_defaults_while_streaming(pg, pg_dsn, lake_dir, caplog) -> None:
     caplog.set_level(logging.INFO, logger="lakegate")
     _toast_table(pg, "t")
-    settings = make_settings(pg_dsn, lake_dir, ["public.t"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t"])
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("ALTER TABLE t ADD COLUMN a int DEFAULT 5")
@@ -65,7 +65,7 @@ def test_add_column_with_defaults_while_streaming(pg, pg_dsn, lake_dir, caplog) 
 
 def test_rename_column_keeps_history_values_and_toast(pg, pg_dsn, lake_dir) -> None:
     _toast_table(pg, "rn")
-    settings = make_settings(pg_dsn, lake_dir, ["public.rn"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.rn"])
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("ALTER TABLE rn RENAME COLUMN big TO payload")
@@ -97,7 +97,7 @@ def test_rename_column_keeps_history_values_and_toast(pg, pg_dsn, lake_dir) -> N
 def test_column_dropped_and_added_again_under_the_same_name(pg, pg_dsn, lake_dir) -> None:
     pg.execute("CREATE TABLE da (id int PRIMARY KEY, note text, n int)")
     pg.execute("INSERT INTO da SELECT g, 'old ' || g, g FROM generate_series(1, 500) g")
-    settings = make_settings(pg_dsn, lake_dir, ["public.da"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.da"])
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("ALTER TABLE da DROP COLUMN note")
@@ -112,7 +112,7 @@ def test_column_dropped_and_added_again_under_the_same_name(pg, pg_dsn, lake_dir
 def test_columns_added_while_the_worker_is_stopped(pg, pg_dsn, lake_dir) -> None:
     """The slot holds changes from before and after the ALTERs: each is met in order on the next start."""
     _toast_table(pg, "st", rows=1000)
-    settings = make_settings(pg_dsn, lake_dir, ["public.st"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.st"])
     with running_worker(settings):
         wait_caught_up(pg)
     pg.execute("INSERT INTO st (id, v) VALUES (3001, 'before the default')")

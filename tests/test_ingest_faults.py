@@ -94,7 +94,7 @@ def _assert_no_duplicates(settings, name: str) -> None:
 @pytest.mark.slow
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(pg, pg_dsn, lake_dir, tmp_path) -> None:
     _setup(pg)
-    settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"])
     config = write_config(settings, tmp_path / "lakegate.toml")
     rng = random.Random(7)
     with Workload(pg_dsn, seed=1) as workload:

@@ -1,4 +1,5 @@
-"""Lake maintenance: automatic folds, compaction, snapshot expiry with file removal, re-snapshot of a table."""
+"""Lake maintenance: state tables exact at every commit, compaction, snapshot expiry with file removal, change-log
+retention, re-snapshot of a table."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from pathlib import Path
 import psycopg
 
 from lakegate.cli import main as cli_main
-from lakegate.connectors.iceberg import maintenance
+from lakegate.connectors.iceberg import compaction, maintenance, statesync
+from lakegate.connectors.iceberg.commits import stamp
+from lakegate.connectors.iceberg.writer import LakeTable
 from tests.lakehelp import (
+    _assert_same,
+    arrow_rows,
     assert_lake_equals_source,
     lake_table,
     make_settings,
@@ -24,25 +29,28 @@ def _files(root: Path) -> set[str]:
     return {str(p) for p in root.rglob("*") if p.is_file()}
 
 
-def test_worker_folds_tails_into_the_state_in_the_background(
+def test_the_state_table_is_exact_as_soon_as_a_change_is_confirmed(
     pg: psycopg.Connection, pg_dsn: str, lake_dir
 ) -> None:
     pg.execute("CREATE TABLE f (id int PRIMARY KEY, v int)")
     pg.execute("INSERT INTO f SELECT g, g FROM generate_series(1, 100) g")
-    settings = make_settings(pg_dsn, lake_dir, ["public.f"], fold_interval="0.5s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.f"])
     with running_worker(settings):
         wait_caught_up(pg)
         for i in range(5):
             pg.execute("UPDATE f SET v = v + 1 WHERE id = %s", (i + 1,))
-        wait_caught_up(pg)
-        table = lake_table(settings, "public.f")
-        wait_for(lambda: (table.refresh(), table.state_checkpoint() == table.checkpoint())[1], what="a fold")
+            pg.execute("DELETE FROM f WHERE id = %s", (50 + i,))
+            wait_caught_up(pg)  # confirmed to PostgreSQL: both lake tables have committed it
+            table = lake_table(settings, "public.f")
+            assert table.state_checkpoint() == table.checkpoint()
+            plain = arrow_rows(table.state.scan().to_arrow(), ["id", "v"])
+            _assert_same(plain, sorted(pg.execute("SELECT id, v FROM f").fetchall(), key=repr), f"after step {i}")
     assert_lake_equals_source(pg, settings, "public.f")
 
 
 def test_compaction_and_expiry_keep_rows_and_checkpoints_and_remove_orphans(pg, pg_dsn, lake_dir) -> None:
     pg.execute("CREATE TABLE c (id int PRIMARY KEY, v text)")
-    settings = make_settings(pg_dsn, lake_dir, ["public.c"], fold_interval="0.2s", commit_interval="0.05s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.c"], commit_interval="0.05s")
     with running_worker(settings):
         wait_caught_up(pg)
         for i in range(40):  # many small commits -> many small files
@@ -52,13 +60,15 @@ def test_compaction_and_expiry_keep_rows_and_checkpoints_and_remove_orphans(pg, 
             )
             wait_caught_up(pg)
     table = lake_table(settings, "public.c")
-    table.fold()
     checkpoints = (table.checkpoint(), table.state_checkpoint())
     before = maintenance.file_count(table.changelog)
     assert before >= 20
     result = maintenance.compact(table.changelog)
     assert result.files_before == before and result.files_after == 1
-    maintenance.compact(table.state, min_files=2)
+    state_files = maintenance.file_count(table.state)
+    limits = compaction.Thresholds(min_small_files=2, max_delete_files=2)
+    done = compaction.compact(statesync.state_of(table), stamp(checkpoints[1]), limits, index=False)
+    assert done.data_files_rewritten == state_files and done.data_files_written == 1, done
     table.refresh()
     assert (table.checkpoint(), table.state_checkpoint()) == checkpoints
     assert_lake_equals_source(pg, settings, "public.c")
@@ -109,22 +119,25 @@ def test_configuration_errors_exit_2_with_the_key_named(tmp_path, capsys) -> Non
     assert cli_main(["ingest", "--config", str(tmp_path / "missing.toml")]) == 2
 
 
-def test_changelog_retention_removes_only_old_folded_changes(pg, pg_dsn, lake_dir) -> None:
+def test_changelog_retention_removes_only_changes_the_state_holds(pg, pg_dsn, lake_dir, monkeypatch) -> None:
     pg.execute("CREATE TABLE h (id int PRIMARY KEY, v int)")
     pg.execute("INSERT INTO h SELECT g, g FROM generate_series(1, 50) g")
-    settings = make_settings(pg_dsn, lake_dir, ["public.h"], fold_interval="1h")
+    settings = make_settings(pg_dsn, lake_dir, ["public.h"])
+    follow = LakeTable._follow
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("UPDATE h SET v = -v WHERE id <= 5")
         wait_caught_up(pg)
-        table = lake_table(settings, "public.h")
-        table.fold()
-        pg.execute("UPDATE h SET v = 0 WHERE id = 6")  # after the fold: must survive the trim
+        # from here on the worker dies between its two commits, as it were: the change log only
+        monkeypatch.setattr(LakeTable, "_follow", lambda *args: None)
+        pg.execute("UPDATE h SET v = 0 WHERE id = 6")  # not in the state table: must survive the trim
         wait_caught_up(pg)
-    table.refresh()
+    monkeypatch.setattr(LakeTable, "_follow", follow)
+    table = lake_table(settings, "public.h")
     checkpoint = table.checkpoint()
+    assert table.state_checkpoint() < checkpoint
     removed = maintenance.trim_changelog(table.changelog, timedelta(0), table.state_checkpoint().lsn)
-    # the snapshot rows go; the last folded transaction stays (a stamp cannot tell whether it was folded whole)
+    # the snapshot rows go; the state's last transaction stays (a stamp cannot tell whether it was applied whole)
     assert removed == 50
     table.refresh()
     left = table.changelog.scan().to_arrow().to_pylist()
@@ -135,3 +148,6 @@ def test_changelog_retention_removes_only_old_folded_changes(pg, pg_dsn, lake_di
     # the change log alone no longer replays the table (that is what retention means); the state still equals it
     state = sorted((r["id"], r["v"]) for r in table.current().to_pylist())
     assert state == sorted(pg.execute("SELECT id, v FROM h").fetchall())
+    assert table.catch_up() == 1, "the change the state table lacked is still in the change log"
+    plain = sorted((r["id"], r["v"]) for r in table.state.scan().to_arrow().to_pylist())
+    assert plain == state

@@ -50,7 +50,7 @@ def _changes(pg: psycopg.Connection, tag: str) -> None:
 def test_partitioned_table_under_any_publication(pg, pg_dsn, lake_dir, caplog, publication) -> None:
     caplog.set_level(logging.INFO, logger="lakegate")
     _partitioned(pg)
-    settings = make_settings(pg_dsn, lake_dir, ["public.p"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.p"])
     if publication:
         pg.execute(publication)
         settings.sources[0].publication = "mine"
@@ -66,7 +66,7 @@ def test_partitioned_table_under_any_publication(pg, pg_dsn, lake_dir, caplog, p
 def test_partitions_created_attached_detached_truncated(pg, pg_dsn, lake_dir, caplog) -> None:
     caplog.set_level(logging.INFO, logger="lakegate")
     _partitioned(pg)
-    settings = make_settings(pg_dsn, lake_dir, ["public.p"], fold_interval="1s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.p"])
 
     def copies() -> list[str]:
         return [r.getMessage() for r in caplog.records if "again under a fresh snapshot" in r.getMessage()]

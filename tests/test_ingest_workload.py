@@ -30,7 +30,7 @@ def test_mixed_workload(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
     pg.execute("INSERT INTO accounts SELECT g, 'owner' || g, g FROM generate_series(1, 200) g")
     pg.execute("INSERT INTO ledger SELECT g % 10, g, 'n' || g FROM generate_series(1, 100) g")
     settings = make_settings(
-        pg_dsn, lake_dir, ["public.accounts", "public.ledger", "public.events"], fold_interval="0.5s"
+        pg_dsn, lake_dir, ["public.accounts", "public.ledger", "public.events"]
     )
     with running_worker(settings):
         wait_caught_up(pg)
@@ -105,10 +105,10 @@ def test_table_without_key_or_identity_is_refused(pg: psycopg.Connection, pg_dsn
     assert "public.nothere does not exist" in message
 
 
-def test_state_table_after_fold_equals_source(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
+def test_state_table_equals_source_without_the_change_log(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
     pg.execute("CREATE TABLE t (id int PRIMARY KEY, v int)")
     pg.execute("INSERT INTO t SELECT g, g FROM generate_series(1, 3000) g")
-    settings = make_settings(pg_dsn, lake_dir, ["public.t"], fold_interval="0s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t"])
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("UPDATE t SET v = -v WHERE id % 5 = 0")
@@ -116,7 +116,6 @@ def test_state_table_after_fold_equals_source(pg: psycopg.Connection, pg_dsn: st
         pg.execute("INSERT INTO t VALUES (5000, 1)")
         wait_caught_up(pg)
     table = lake_table(settings, "public.t")
-    table.fold()
     assert table.state_checkpoint() == table.checkpoint()
     assert table.tail(table.state_checkpoint()).num_rows == 0
     rows = sorted((r["id"], r["v"]) for r in table.state.scan().to_arrow().to_pylist())

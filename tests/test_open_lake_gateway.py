@@ -7,7 +7,6 @@ from pathlib import Path
 
 import psycopg
 
-from lakegate.connectors.iceberg import statesync
 from lakegate.gateway.lake import TimeTravel, view_sql
 from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of, same_rows
@@ -20,7 +19,6 @@ def test_a_state_table_kept_with_position_deletes_is_read_plainly(
     pg.execute("CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(12,2))")
     pg.execute("INSERT INTO items SELECT g, 'item ' || g, g * 1.25 FROM generate_series(1, 500) g")
     settings = gateway_settings(pg_dsn, lake_dir, ["public.items"])
-    settings.ingest.fold_interval = 3600.0
     settings.ingest.maintenance_interval = 0.0
     gateway = Gateway(settings.lake, settings.sources, settings.gateway).open()
     versions = []
@@ -35,14 +33,14 @@ def test_a_state_table_kept_with_position_deletes_is_read_plainly(
                 pg.execute(step)
                 wait_caught_up(pg)
             table = lake_table(settings, "public.items")
-            statesync.catch_up(table, statesync.state_of(table))  # what the worker will do at every flush
+            assert table.state_checkpoint() == table.checkpoint()  # the worker's state commit at every flush
             entry = gateway.lake.entry("public", "items", gateway.lake.listing())
             sql = view_sql(entry)
             assert "__changelog" not in sql and "__tail" not in sql, sql
             got = rows_of(gateway.query("SELECT id, name, price FROM lake.public.items").table)
             want = pg_rows(pg, "SELECT id, name, price FROM public.items")
             assert same_rows(got, want, ordered=False), f"after {step!r}"
-            snapshot = entry.history.current_snapshot()
+            snapshot = entry.table.current_snapshot()
             assert snapshot is not None
             versions.append((snapshot.snapshot_id, want))
         for snapshot_id, want in versions:  # a past version: the state snapshot with that stamp, read plainly

@@ -17,6 +17,7 @@ from tests.lakehelp import (
     source_rows,
     wait_caught_up,
 )
+from tests import first_version
 from tests.readers import READERS
 
 
@@ -32,23 +33,15 @@ def _plain_readers_equal_source(pg: psycopg.Connection, settings, name: str, lak
         )
 
 
-def _first_version(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Workers that write as the first version did: change log only, no state commits at flushes or start."""
-    from lakegate.connectors.iceberg.writer import LakeTable
-
-    monkeypatch.setattr(LakeTable, "follow", lambda *args: None, raising=False)
-    monkeypatch.setattr(LakeTable, "catch_up", lambda *args: None, raising=False)
-
-
 def test_a_first_version_lake_catches_up_with_its_tail(
     pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch
 ) -> None:
-    _first_version(monkeypatch)
+    first_version.writing(monkeypatch)
     pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text, n numeric(10,2))")
     pg.execute("CREATE TABLE pair (a int, b text, v int, PRIMARY KEY (a, b))")
     pg.execute("INSERT INTO t SELECT g, 'v' || g, g FROM generate_series(1, 2000) g")
     pg.execute("INSERT INTO pair SELECT g % 5, 'b' || g, g FROM generate_series(1, 300) g")
-    settings = make_settings(pg_dsn, lake_dir, ["public.t", "public.pair"], fold_interval="3600s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t", "public.pair"])
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("UPDATE t SET v = 'changed' WHERE id % 7 = 0")
@@ -57,7 +50,7 @@ def test_a_first_version_lake_catches_up_with_its_tail(
         pg.execute("UPDATE pair SET v = -v WHERE a = 2")
         pg.execute("DELETE FROM pair WHERE a = 3")
         wait_caught_up(pg)
-    lake_table(settings, "public.t").fold()  # one table folded part-way, as the first version left it
+    assert first_version.fold(lake_table(settings, "public.t")) > 0  # one table folded part-way
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("INSERT INTO t VALUES (5000, 'new', 1.5)")
@@ -66,22 +59,33 @@ def test_a_first_version_lake_catches_up_with_its_tail(
         wait_caught_up(pg)
     for name in ("public.t", "public.pair"):
         table = lake_table(settings, name)
-        applied = statesync.catch_up(table, statesync.state_of(table))
-        assert applied > 0
-        assert table.state.properties[statesync.FORMAT_PROPERTY] == statesync.POSITION_DELETES
-        assert table.state_checkpoint() == table.checkpoint()
+        assert table.state_checkpoint() < table.checkpoint(), f"{name}: the first version left no tail"
+        assert statesync.FORMAT_PROPERTY not in table.state.properties
+    monkeypatch.undo()  # this version's worker, first start: it catches up before it streams
+    with running_worker(settings):
+        wait_caught_up(pg)
+        for name in ("public.t", "public.pair"):
+            table = lake_table(settings, name)
+            assert table.state.properties[statesync.FORMAT_PROPERTY] == statesync.POSITION_DELETES
+            assert table.state_checkpoint() == table.checkpoint()
+            _plain_readers_equal_source(pg, settings, name, lake_dir)
+        pg.execute("UPDATE t SET v = 'after the upgrade' WHERE id % 13 = 0")
+        pg.execute("DELETE FROM pair WHERE a = 1")
+        wait_caught_up(pg)
+    for name in ("public.t", "public.pair"):
+        table = lake_table(settings, name)
         _plain_readers_equal_source(pg, settings, name, lake_dir)
-        assert_lake_equals_source(pg, settings, name)  # the gateway's view (state + empty tail) agrees
+        assert_lake_equals_source(pg, settings, name)
         assert statesync.catch_up(table, statesync.state_of(table)) == 0, "a second catch-up finds nothing"
 
 
 def test_a_tail_that_changes_no_row_still_moves_the_stamp(
     pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch
 ) -> None:
-    _first_version(monkeypatch)
+    first_version.writing(monkeypatch)
     pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
     pg.execute("INSERT INTO t VALUES (1, 'a')")
-    settings = make_settings(pg_dsn, lake_dir, ["public.t"], fold_interval="3600s")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t"])
     with running_worker(settings):
         wait_caught_up(pg)
         pg.execute("INSERT INTO t VALUES (2, 'b')")
@@ -93,7 +97,7 @@ def test_a_tail_that_changes_no_row_still_moves_the_stamp(
     _plain_readers_equal_source(pg, settings, "public.t", lake_dir)
 
 
-def test_following_the_change_log_survives_a_crash_between_the_two_commits(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_following_the_change_log_survives_a_crash_between_the_two_commits(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from lakegate.connectors.changes import Position
     from lakegate.connectors.iceberg import merge
     from lakegate.connectors.iceberg.catalog import open_catalog
@@ -108,20 +112,21 @@ def test_following_the_change_log_survives_a_crash_between_the_two_commits(tmp_p
         sink.write(pa.table({"a": pa.array([1, 2], pa.int32()), "b": ["x", "y"], "v": ["p", "q"]}))
     model.rows = {(1, "x"): {"a": 1, "b": "x", "v": "p"}, (2, "y"): {"a": 2, "b": "y", "v": "q"}}
     table.refresh()
-    state = statesync.state_of(table)
-    before = table.checkpoint()
     names = [c.name for c in COMPOSITE]
+    follow = LakeTable._follow
     for step in range(8):
         batch = model.batch(60, truncate_at=25 if step == 5 else None)
         position = Position(model.lsn, 60)
+        if step == 3:  # the worker dies between the change-log commit and the state commit
+            monkeypatch.setattr(LakeTable, "_follow", lambda *args: None)
         table.append(batch, position)
-        if step != 3:  # at step 3 the worker dies between the change-log commit and the state commit
-            statesync.follow(table, state, batch, before, position)
+        monkeypatch.setattr(LakeTable, "_follow", follow)
+        if step != 3:  # the next flush's state commit holds the changes of both
             assert table.state_checkpoint() == position
-        before = position
-        state_rows = table.state.scan().to_arrow()
-        if step != 3:
+            state_rows = table.state.scan().to_arrow()
             _assert_same(arrow_rows(state_rows, names), model.expected(), f"state after flush {step}")
+        else:
+            assert table.state_checkpoint() < position
     replayed = merge.replay(table.changelog.scan().to_arrow(), table.state.schema().as_arrow(), ("a", "b"))
     _assert_same(arrow_rows(replayed, names), model.expected(), "the change log replayed")
 

@@ -32,6 +32,7 @@ from pyiceberg.manifest import DataFile, ManifestContent
 from pyiceberg.table import FileScanTask
 
 from lakegate.connectors.iceberg import deletes, merge
+from lakegate.connectors.iceberg.references import delete_unreferenced
 from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 from lakegate.connectors.iceberg.state import StateTable, stream_rows
 
@@ -155,11 +156,16 @@ def _plan_deletes(layout: _Layout, kept_paths: set[str], limits: Thresholds) -> 
     return useless + merged, rows
 
 
-def compact(state: StateTable, properties: dict[str, str], limits: Thresholds | None = None) -> Result:
-    """Compact ``state`` (its owner's thread: the index moves with it); see the module docstring."""
+def compact(
+    state: StateTable, properties: dict[str, str], limits: Thresholds | None = None, *, index: bool = True
+) -> Result:
+    """Compact ``state`` in one snapshot stamped with ``properties``; see the module docstring. With ``index`` the
+    key index moves with the rows (the writer's own StateTable, on its thread); without it no index is read
+    (``lakegate maintain`` by hand: a running worker reads its index again when it finds the table moved)."""
     limits = limits or Thresholds()
     started = time.monotonic()
-    state.index  # noqa: B018  (the index must describe the table before rows move)
+    if index:
+        state.index  # noqa: B018  (the index must describe the table before rows move)
     table = state.table
     if table.current_snapshot() is None:
         return Result()
@@ -177,7 +183,7 @@ def compact(state: StateTable, properties: dict[str, str], limits: Thresholds | 
     )
     result = Result(len(rewrite), 0, rows.num_rows if rows is not None else 0, len(removed_deletes))
     added: list[DataFile] = []
-    stream = None
+    written: list[str] = []
     try:
         with transaction(table) as txn, RowDelta(txn, table.io, properties) as delta:
             for task in rewrite:
@@ -187,22 +193,25 @@ def compact(state: StateTable, properties: dict[str, str], limits: Thresholds | 
             if rows is not None and rows.num_rows:
                 stream = stream_rows(txn, table, merge.conform(rows, table.schema().as_arrow()))
                 added = stream.files
+                written += [f.file_path for f in added]
                 for data_file in added:
                     data_file.spec_id = txn.table_metadata.default_spec_id
                     delta.add(data_file)
             if positions.num_rows:
-                delta.add(deletes.write(txn.table_metadata, table.io, positions))
+                delete_file = deletes.write(txn.table_metadata, table.io, positions)
+                written.append(delete_file.file_path)
+                delta.add(delete_file)
                 result.delete_files_written = 1
     except (CommitFailedException, ValidationException) as exc:
-        if stream is not None:
-            stream.abort()  # never committed
+        delete_unreferenced(table, written)  # never committed
         log.info("%s: compaction lost a race (%s); the next round tries again", state.name, exc)
-        state.rebuild()
+        state.invalidate()
         return Result()
-    state.adopt()
-    if rows is not None:
-        state.locate(state.encode(rows), added)
-    state.forget([t.file for t in rewrite])
+    if index:
+        state.adopt()
+        if rows is not None:
+            state.locate(state.encode(rows), added)
+        state.forget([t.file for t in rewrite])
     result.data_files_written = len(added)
     result.seconds = time.monotonic() - started
     log.info("%s: compacted: %s (%.2fs)", state.name, result, result.seconds)

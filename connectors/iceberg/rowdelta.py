@@ -13,8 +13,9 @@ position deletes), commit requirements and retry loop are reused as they are. Wr
 - conflict detection between the base snapshot and the catalog's head when a commit lost a race (reusing
   pyiceberg's validations): files this commit removes or whose rows it deletes must still exist, no delete file
   may have been added for a data file it removes, and with ``exclusive=True`` (a state table, whose key index
-  knows every row) no data file may have been added at all. A failed validation is a ``ValidationException``;
-  pyiceberg retries a plain race on the new head.
+  knows every row and whose stamp says which changes it holds) nothing may have been committed at all since the
+  commit was planned: any new snapshot may have moved a key or the stamp. A failed validation is a
+  ``ValidationException``; pyiceberg retries a plain race on the new head.
 
 It leans on pyiceberg internals (``_SnapshotProducer``, ``_ManifestMergeManager``), pinned in pyproject.toml.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pyiceberg.exceptions import ValidationException
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     DataFile,
@@ -42,7 +44,6 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _ManifestMergeManager, _SnapshotProducer
 from pyiceberg.table.update.validate import (
-    _validate_added_data_files,
     _validate_data_files_exist,
     _validate_no_new_deletes_for_data_files,
 )
@@ -189,8 +190,6 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
         ]
         missing = self._deleted_data_files - {e.data_file for e in found}
         if missing:
-            from pyiceberg.exceptions import ValidationException
-
             raise ValidationException(
                 f"cannot remove files the table no longer holds: {sorted(f.file_path for f in missing)}"
             )
@@ -251,14 +250,17 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
             return
         table = self._transaction._table
         head, base = window.head, window.base
+        if self.exclusive:
+            raise ValidationException(
+                f"{'.'.join(table.name())} moved from snapshot {base.snapshot_id if base else None} to "
+                f"{head.snapshot_id} while this commit was planned on it"
+            )
         must_exist = self._referenced | set(self._deleted_data_files)
         if must_exist:
             _validate_data_files_exist(table, head, must_exist, base)  # type: ignore[arg-type]
         removed_data = set(self._files(DataFileContent.DATA, self._deleted_data_files))
         if removed_data:
             _validate_no_new_deletes_for_data_files(table, head, None, removed_data, base)  # type: ignore[arg-type]
-        if self.exclusive:
-            _validate_added_data_files(table, head, None, base)  # type: ignore[arg-type]
 
 
 class _DeleteManifests:

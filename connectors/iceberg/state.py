@@ -11,7 +11,6 @@ else; pyiceberg's validation says so) rebuilds the index from the lake and tries
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from lakegate.connectors.iceberg import deletes, keyindex, merge
 from lakegate.connectors.iceberg.commits import guard_statistics
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
+from lakegate.connectors.iceberg.references import delete_unreferenced
 from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,10 @@ class StateTable:
     def _current_id(self) -> int | None:
         snapshot = self.table.current_snapshot()
         return snapshot.snapshot_id if snapshot is not None else None
+
+    def invalidate(self) -> None:
+        """Forget the index (the table moved in a way it cannot follow): it is read again when next used."""
+        self._index = None
 
     def adopt(self) -> None:
         """The snapshot just committed by this object's owner (a compaction) is the one the index now follows."""
@@ -193,7 +197,7 @@ class StateTable:
         schema = self.table.schema().as_arrow()
         found = self.index.get(self._encode(keys)) if keys.num_rows else np.empty(0, np.uint64)
         numbers, positions = keyindex.unpack(np.sort(found[found != ABSENT]))
-        parts = [schema.empty_table()]
+        parts = [merge.empty_table(schema)]
         for number in np.unique(numbers):
             rows = self._read_rows(self._files[number], positions[numbers == number])
             parts.append(merge.conform(rows, schema))
@@ -216,10 +220,14 @@ class StateTable:
     # --------------------------------------------------------------------------------------------- commits
 
     def commit(
-        self, changes: pa.Table, properties: dict[str, str], *, stamp_always: bool = False
+        self, changes: pa.Table, properties: dict[str, str], *, stamp_always: bool = False, retry: bool = True
     ) -> CommitStats:
         """Apply ``changes`` (change-log columns) in one snapshot stamped with ``properties``. A batch that changes
-        no row commits nothing, unless ``stamp_always``: then an empty snapshot carries the stamp."""
+        no row commits nothing, unless ``stamp_always``: then an empty snapshot carries the stamp.
+
+        The commit requires that nothing was committed to the table since it was planned. When something was, the
+        index is read again from the lake and, with ``retry``, the same changes are planned and committed once
+        more; without it :class:`CommitConflict` is raised (the caller decides what to commit on the new table)."""
         if len(self._files) >= keyindex.MAX_FILES - 1024:
             self._index = None  # file numbers run out: a rebuild numbers the live files afresh
         for attempt in (1, 2):
@@ -234,10 +242,10 @@ class StateTable:
             try:
                 added = self._commit(plan, properties)
             except (CommitFailedException, ValidationException) as exc:
-                if attempt == 2:
-                    raise CommitConflict(f"commit to {self.name} conflicted twice: {exc}") from exc
+                self._index = None  # the table moved under the index: read it again when next used
+                if attempt == 2 or not retry:
+                    raise CommitConflict(f"commit to {self.name} conflicted: {exc}") from exc
                 log.info("%s: the table moved under the key index (%s); rebuilding it", self.name, exc)
-                self._index = None
                 continue
             self._apply(plan, added)
             return CommitStats(plan.live.num_rows, plan.deletes.num_rows, plan.truncated)
@@ -250,7 +258,7 @@ class StateTable:
         alive = np.asarray(pc.not_equal(latest[OP], "d").to_numpy(zero_copy_only=False), bool)
         schema = self.table.schema().as_arrow()
         live = (
-            merge.conform(latest.filter(pa.array(alive)), schema) if latest.num_rows else schema.empty_table()
+            merge.conform(latest.filter(pa.array(alive)), schema) if latest.num_rows else merge.empty_table(schema)
         )
         found = np.empty(0, np.uint64) if truncated else self.index.get(keys)
         found = found[found != ABSENT]
@@ -278,12 +286,9 @@ class StateTable:
                     delete_file = deletes.write(txn.table_metadata, self.table.io, plan.deletes)
                     delta.add(delete_file).reference(plan.referenced)
         except (CommitFailedException, ValidationException):
-            # the commit did not land: what it wrote is garbage
-            if stream is not None:
-                stream.abort()
-            if delete_file is not None:
-                with contextlib.suppress(Exception):
-                    self.table.io.delete(delete_file.file_path)
+            # the commit did not land: what it wrote is garbage, removed only once the lake confirms it
+            paths = stream.abandon() if stream is not None else []
+            delete_unreferenced(self.table, [*paths, delete_file.file_path if delete_file else ""])
             raise
         return written
 

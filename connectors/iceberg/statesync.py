@@ -1,31 +1,57 @@
-"""Bringing a state table up to its change log with position deletes: on start, after a crash between the two
-commits of a flush, and once for a lake written by the first version (state copied on write by folds).
+"""Keeping a state table exact at every commit: each flush's changes follow the change log's commit as one row
+delta (:class:`~lakegate.connectors.iceberg.state.StateTable`), and a state table that is behind its change log
+catches up with the tail it lacks.
 
-:func:`catch_up` reads the change-log tail after the state table's ``lakegate.lsn`` stamp (the change log's file
-statistics prune it to the files that hold it) and commits it to the state table as one row delta
-(:class:`~lakegate.connectors.iceberg.state.StateTable`), stamped with the change log's checkpoint. The cost is
-that of the tail, never of the table. A state table caught up this way is marked ``lakegate.state-format =
-position-deletes``: plain Iceberg readers see it exact as of its stamp.
+A state table falls behind only when a worker stopped between the two commits of a flush, or when the lake was
+written by the first version (state copied on write by folds now and then). :func:`catch_up` reads the change-log
+tail after the state table's ``lakegate.lsn`` stamp (the change log's file statistics prune it to the files that
+hold it) and commits it as one row delta, stamped with the change log's checkpoint: the cost is that of the tail,
+never of the table. A state table kept this way is marked ``lakegate.state-format = position-deletes``.
+
+Conflicts: a state table has one writer, but ``lakegate maintain`` may catch up or compact while the worker runs.
+Every state commit requires that nothing was committed since it was planned (``RowDelta(exclusive=True)``); one
+that finds the table moved plans again from the stamp it finds, so a late commit can never move the stamp back.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import Any, Protocol
 
 import pyarrow as pa
+from pyiceberg.table import Table
 
-from lakegate.connectors.changes import Position
-from lakegate.connectors.errors import LakeError
+from lakegate.connectors.changes import Position, TableSchema
+from lakegate.connectors.errors import CommitConflict, LakeError
+from lakegate.connectors.iceberg import compaction
 from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.rowdelta import transaction
 from lakegate.connectors.iceberg.state import StateTable
-from lakegate.connectors.iceberg.writer import LakeTable
 
 log = logging.getLogger(__name__)
 
 FORMAT_PROPERTY = "lakegate.state-format"
 POSITION_DELETES = "position-deletes"
+ATTEMPTS = 3
+COMPACT_EVERY = 16  #: state commits between two compactions of a state table
+COMPACT_BACKOFF = 64  #: state commits before a compaction that failed is tried again (doubling)
+
+
+class LakeTable(Protocol):
+    """What this module needs of a :class:`~lakegate.connectors.iceberg.writer.LakeTable` (which calls this
+    module, so it cannot be imported here)."""
+
+    state: Table | None
+    schema: TableSchema
+
+    def checkpoint(self) -> Position | None: ...
+
+    def state_checkpoint(self) -> Position: ...
+
+    def refresh(self) -> None: ...
+
+    def tail(self, after: Position, row_filter: Any = None) -> pa.Table: ...
 
 
 def state_of(table: LakeTable) -> StateTable:
@@ -43,37 +69,88 @@ def mark(state: StateTable) -> None:
         txn.set_properties({FORMAT_PROPERTY: POSITION_DELETES})
 
 
-def follow(
-    table: LakeTable, state: StateTable, changes: pa.Table, before: Position, position: Position
-) -> int:
+def follow(table: LakeTable, state: StateTable, changes: pa.Table, before: Position, position: Position) -> int:
     """After the change log committed ``changes`` (covering ``before`` < change <= ``position``), commit them to the
     state table too. When the state table is not at ``before`` (a crash between the two commits of an earlier
-    flush, a first-version lake), the whole tail is committed instead. Returns the number of changes applied."""
-    if table.state_checkpoint() != before:
-        return catch_up(table, state)
-    state.commit(changes, stamp(position), stamp_always=True)
-    return changes.num_rows
+    flush, a first-version lake, a concurrent catch-up), the tail it lacks is committed instead. Returns the
+    number of changes applied."""
+    for attempt in range(1, ATTEMPTS + 1):
+        if table.state_checkpoint() != before:
+            return catch_up(table, state)
+        try:
+            state.commit(changes, stamp(position), stamp_always=True, retry=False)
+            return changes.num_rows
+        except CommitConflict:
+            if attempt == ATTEMPTS:
+                raise
+            table.refresh()  # someone else committed: plan again from the stamp the table has now
+    raise AssertionError("unreachable")
 
 
 def catch_up(table: LakeTable, state: StateTable) -> int:
     """Commit the change-log tail the state table lacks; returns the number of changes applied."""
-    table.refresh()
-    target = table.checkpoint()
-    done = table.state_checkpoint()
-    if target is None or target <= done:
+    for attempt in range(1, ATTEMPTS + 1):
+        table.refresh()
+        target = table.checkpoint()
+        done = table.state_checkpoint()
+        if target is None or target <= done:
+            mark(state)
+            return 0
+        started = time.monotonic()
+        tail = table.tail(done)
+        try:  # the stamp moves even when no row changes
+            stats = state.commit(tail, stamp(target), stamp_always=True, retry=False)
+        except CommitConflict:
+            if attempt == ATTEMPTS:
+                raise
+            continue
         mark(state)
-        return 0
-    started = time.monotonic()
-    tail = table.tail(done)
-    stats = state.commit(tail, stamp(target), stamp_always=True)  # the stamp moves even when no row changes
-    mark(state)
-    log.info(
-        "%s: state table caught up with %d change(s) up to %s (%d row(s) added, %d deleted, %.2fs)",
-        table.schema.table,
-        tail.num_rows,
-        target,
-        stats.rows_added,
-        stats.rows_deleted,
-        time.monotonic() - started,
-    )
-    return tail.num_rows
+        log.info(
+            "%s: state table caught up with %d change(s) up to %s (%d row(s) added, %d deleted, %.2fs)",
+            table.schema.table,
+            tail.num_rows,
+            target,
+            stats.rows_added,
+            stats.rows_deleted,
+            time.monotonic() - started,
+        )
+        return tail.num_rows
+    raise AssertionError("unreachable")
+
+
+class Follower:
+    """A writer's state table: the :class:`StateTable` with its key index (built from the lake on first use, then
+    kept by the commits) and when to compact it. Used on the writer's thread only."""
+
+    def __init__(self) -> None:
+        self._state: StateTable | None = None
+        self.follows = 0
+        self.compact_at = COMPACT_EVERY  #: the follow count at which the state table is compacted next
+        self.backoff = 0  #: follows to wait after a failed compaction (doubles while it fails)
+
+    def state(self, table: LakeTable) -> StateTable:
+        if self._state is None or self._state.table is not table.state:  # a state table loaded again
+            self._state = state_of(table)
+        return self._state
+
+    def follow(self, table: LakeTable, changes: pa.Table, before: Position, position: Position) -> None:
+        """:func:`follow`, and every ``COMPACT_EVERY`` follows a compaction."""
+        state = self.state(table)
+        follow(table, state, changes, before, position)
+        self.follows += 1
+        if self.follows >= self.compact_at:
+            self._compact(state, position)
+
+    def _compact(self, state: StateTable, position: Position) -> None:
+        """A failure is logged and tried again later, waiting twice as long each time: the flush itself has
+        committed, and nothing is lost meanwhile but read speed."""
+        try:
+            compaction.compact(state, stamp(position))
+            self.compact_at, self.backoff = self.follows + COMPACT_EVERY, 0
+        except Exception as exc:  # whatever reading or writing files raises; the index is read again
+            self.backoff = min(max(COMPACT_BACKOFF, 2 * self.backoff), 64 * COMPACT_BACKOFF)
+            self.compact_at = self.follows + self.backoff
+            state.invalidate()
+            log.error(
+                "%s: compacting the state table failed (%s); trying again in %d commits", state.name, exc, self.backoff
+            )

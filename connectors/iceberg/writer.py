@@ -2,10 +2,13 @@
 
 ``<schema>.<table>__changelog`` receives every change, one append per flush, its snapshot summary stamped with
 the source position it covers (``lakegate.lsn`` / ``lakegate.seq``): that stamp is the table's checkpoint.
-``<schema>.<table>`` holds the current state. It is maintained merge-on-read: :meth:`LakeTable.fold` merges the
-change-log tail into it now and then (copy-on-write of the files holding changed keys), stamping the position
-it folded up to. Readers get the current state by merging the state table with the tail after that stamp.
-A table without a key (REPLICA IDENTITY FULL) has only the change log.
+``<schema>.<table>`` holds the current state, exact at every commit for every Iceberg reader: each change-log
+commit is followed by one row delta on the state table (new rows as data files, the rows they replace as position
+deletes, stamped with the same position) and now and then by a compaction, on the writer's thread where the key
+index lives (:class:`~lakegate.connectors.iceberg.statesync.Follower`). A state table behind its change log (a
+worker stopped between the two commits; a lake written by the first version, which folded the tail into the state
+now and then) catches up on start (:meth:`LakeTable.catch_up`). A table without a key (REPLICA IDENTITY FULL) has
+only the change log.
 
 Every data file is written by :class:`~lakegate.connectors.iceberg.datafiles.DataFileStream` (pyiceberg's own file
 writing, kept open across chunks and with dictionary encoding only where values repeat) and added to a
@@ -18,7 +21,6 @@ import contextlib
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -33,13 +35,12 @@ from pyiceberg.exceptions import (
     NoSuchTableError,
     ValidationException,
 )
-from pyiceberg.expressions import AlwaysTrue, GreaterThanOrEqual, In
-from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.expressions import GreaterThanOrEqual
 from pyiceberg.table import Table, Transaction
 
-from lakegate.connectors.changes import LSN, OP, SEQ, ZERO, Position, TableRef, TableSchema
+from lakegate.connectors.changes import LSN, SEQ, ZERO, Position, TableRef, TableSchema
 from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
-from lakegate.connectors.iceberg import evolution, merge
+from lakegate.connectors.iceberg import evolution, merge, statesync
 from lakegate.connectors.iceberg.commits import (
     PROP_LSN,
     PROP_SEQ,
@@ -100,6 +101,7 @@ class LakeTable:
         self.name = schema.table.name
         self.changelog: Table | None = None
         self.state: Table | None = None
+        self._follower = statesync.Follower()  #: the state table's key index and compaction schedule
 
     @classmethod
     def open(cls, catalog: Catalog, ref: TableRef) -> LakeTable:
@@ -158,7 +160,9 @@ class LakeTable:
             )
         if self.has_state and self.state is None:
             self.state = self.catalog.create_table_if_not_exists(
-                state_id, lake_schema(self.schema, STATE), properties={**props, "lakegate.kind": STATE}
+                state_id,
+                lake_schema(self.schema, STATE),
+                properties={**props, "lakegate.kind": STATE, statesync.FORMAT_PROPERTY: statesync.POSITION_DELETES},
             )
 
     def _ensure_namespace(self) -> None:
@@ -214,9 +218,9 @@ class LakeTable:
                 ),
             )
         key = tuple(renames.get(k, k) for k in self.schema.key)  # the lake's key order
-        with self._state_lock():  # no fold of this process between the backfill's two commits
+        with self._state_lock():  # no other state commit of this process between the backfill's two commits
             if backfill is not None and self.state is not None:
-                self._fold()
+                self._catch_up()  # the backfill writes into the state table as of the change log
             self._evolve(self.changelog, CHANGELOG, schema, key, backfill)
             if self.state is not None:
                 self._evolve(self.state, STATE, schema, key, backfill)
@@ -256,7 +260,7 @@ class LakeTable:
             )
 
     def sync_state(self) -> None:
-        """Give the state table every column the change log has (renamed by source identity): a fold must not
+        """Give the state table every column the change log has (renamed by source identity): a catch-up must not
         meet a column its state table lacks (the worker evolves the two tables one after the other)."""
         if self.state is None or self.changelog is None:
             return
@@ -331,7 +335,7 @@ class LakeTable:
         return merge.sort_changes(rows.filter(later))
 
     def current(self) -> pa.Table:
-        """The current state: the state table merged with the change-log tail (tests, lookups)."""
+        """The current state: the state table merged with the change-log tail it lacks, if any (tests)."""
         assert self.state is not None
         self.refresh()
         position = self.state_checkpoint()
@@ -339,25 +343,14 @@ class LakeTable:
         return merge.apply(state, self.tail(position), self.schema.key)
 
     def lookup(self, keys: pa.Table) -> pa.Table:
-        """Current rows (state columns) for ``keys`` (a table of key columns); absent keys are left out."""
+        """Current rows (state columns) for ``keys`` (a table of key columns), found through the key index and
+        read from the row groups that hold them; absent keys are left out."""
         assert self.state is not None
         if keys.num_rows == 0:
             return merge.empty_table(self.state.schema().as_arrow())
-        first = self.schema.key[0]
-        values = [v for v in keys[first].to_pylist() if v is not None]
-        self.refresh()  # a fold may have moved the state on (and expiry removed what an old snapshot used)
-        position = self.state_checkpoint()
-        keys_in = In(first, values)  # type: ignore[call-arg,arg-type]
-        tail = self.tail(position, keys_in)
-        state = merge.scan_to_arrow(self.state.scan(row_filter=keys_in))
-        current = merge.apply(state, tail, self.schema.key)
-        return (
-            current.join(
-                merge._key_columns(keys, self.schema.key), keys=list(self.schema.key), join_type="left semi"
-            )
-            if len(self.schema.key) > 1
-            else current
-        )
+        if self.state_checkpoint() != self.checkpoint():
+            self.catch_up()  # an earlier flush stopped between its two commits
+        return self._follower.state(self).lookup(keys)
 
     # ---------------------------------------------------------------------------------------------- writing
 
@@ -371,7 +364,32 @@ class LakeTable:
             with append_producer(txn, stamp(position)) as producer:
                 write_files(txn, changelog, data, producer)
 
+        before = self.checkpoint() or ZERO
         self._commit(changelog, action)
+        if self.state is not None:
+            self._follow(data, before, position)
+
+    # ------------------------------------------------------------------------------------- the state table
+
+    def _follow(self, data: pa.Table, before: Position, position: Position) -> None:
+        """Commit the changes just appended to the change log to the state table; compact it now and then."""
+        with self._state_lock():
+            self._follower.follow(self, data, before, position)
+
+    def catch_up(self) -> int:
+        """Bring the state table up to the change log with position deletes; the number of changes applied."""
+        if self.state is None or self.changelog is None:
+            return 0
+        with self._state_lock():
+            return self._catch_up()
+
+    def _catch_up(self) -> int:
+        if self.state is None or self.checkpoint() is None:
+            return 0
+        self.sync_state()
+        state = self._follower.state(self)
+        state.index  # noqa: B018  (built from the lake now, on start, rather than in the first flush)
+        return statesync.catch_up(self, state)
 
     def _commit(self, table: Table, action: Any) -> None:
         """Run ``action`` in a transaction; a commit that loses a race (maintenance) is retried on fresh metadata."""
@@ -399,11 +417,11 @@ class LakeTable:
 
         The two tables are finished and committed side by side. Either may commit without the other: without
         the change log's commit the table has no checkpoint and is copied again (replacing the state); without
-        the state's, folding the change log catches it up."""
+        the state's, the state table catches up with the change log at its next commit."""
         assert self.changelog is not None
         sink = SnapshotSink(self.changelog, self.state, position, commit_ts)
         state: Future[None] | None = None
-        with self._state_lock():  # this process's upkeep does not fold the table meanwhile
+        with self._state_lock():  # no other state commit of this process meanwhile
             try:
                 with self.changelog.transaction() as ctxn:
                     if properties:
@@ -432,62 +450,3 @@ class LakeTable:
         ident = f"{self.catalog.name}|{where}|{self.namespace}.{self.name}"
         with _LOCKS_GUARD:
             return _STATE_LOCKS.setdefault(ident, threading.Lock())
-
-    def fold(self, *, wait: bool = True) -> int:
-        """Merge the change-log tail into the state table; returns the number of changes folded. Without
-        ``wait`` it returns -1 at once while this process is writing the state table otherwise (a snapshot)."""
-        lock = self._state_lock()
-        if not lock.acquire(blocking=wait):
-            return -1
-        try:
-            return self._fold()
-        finally:
-            lock.release()
-
-    def _fold(self) -> int:
-        if self.state is None or self.changelog is None:
-            return 0
-        self.refresh()
-        self.sync_state()
-        target = self.checkpoint()
-        folded = self.state_checkpoint()
-        if target is None or target <= folded:
-            return 0
-        started = time.monotonic()
-        tail, truncated = merge.after_last_truncate(self.tail(folded))
-        key = schema_of(self.changelog, self.schema.table).key  # as the lake has it now (renames)
-        latest = merge.latest_per_key(tail, key)
-        live = merge.conform(latest.filter(pc.not_equal(latest[OP], "d")), self.state.schema().as_arrow())
-        state = self.state
-        rewritten = 0
-
-        def rewrite(txn: Transaction) -> None:
-            nonlocal rewritten
-            with txn.update_snapshot(snapshot_properties=stamp(target)).overwrite() as producer:
-                tasks = list(state.scan().plan_files())
-                scan = ArrowScan(state.metadata, state.io, state.schema(), AlwaysTrue())
-                for task in tasks:
-                    if truncated:
-                        producer.delete_data_file(task.file)
-                        continue
-                    rows = scan.to_table([task])
-                    kept = merge.anti_join(rows, latest, key)
-                    if kept.num_rows != rows.num_rows:
-                        producer.delete_data_file(task.file)
-                        rewritten += 1
-                        if kept.num_rows:
-                            write_files(txn, state, merge.conform(kept, state.schema().as_arrow()), producer)
-                if live.num_rows:
-                    write_files(txn, state, live, producer)
-
-        self._commit(state, rewrite)
-        log.info(
-            "%s: folded %d change(s) into the state table up to %s (%d file(s) rewritten, %.2fs)",
-            self.schema.table,
-            tail.num_rows,
-            target,
-            rewritten,
-            time.monotonic() - started,
-        )
-        return tail.num_rows
-
