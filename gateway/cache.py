@@ -1,15 +1,19 @@
 """The lake cache: hot lake data kept in the gateway's DuckDB memory, keyed by Iceberg snapshot so it is never stale.
 
-What is cached is a lake table at its current snapshot: a plain Iceberg table, or a lakegate state table (exact
-at every commit, read as plain Iceberg, :mod:`lakegate.gateway.lake`). A change log is never cached (it changes at
-every commit). A version is (table uuid, snapshot id, schema id): a commit, a compaction, a schema change or a
-re-created table is a new version, and a query only ever reads the version its own metadata lookup named.
+What is cached is a lake table at one snapshot: a plain Iceberg table, or a lakegate state table (exact at every
+commit, read as plain Iceberg, :mod:`lakegate.gateway.lake`). A change log is never cached (it changes at every
+commit). A version is (table uuid, snapshot id, schema id); a query only ever reads the version its own metadata
+lookup named. Data files are immutable, so a commit does not invalidate an entry: a newer snapshot of the same
+table and schema is read through it, its rows less those the new position deletes hide plus the new data files
+from Parquet (:mod:`lakegate.gateway.cache_delta`); once too much of it comes from Parquet the newer snapshot is
+loaded whole and replaces the entry. A schema change or a re-created table retires the entry at once.
 
-Life of an entry: a query that finds no entry for the current version reads Parquet as before and asks for a load
-(single-flight per version); one loader thread runs ``CREATE TABLE lakegate_cache.tN AS SELECT * FROM
-iceberg_scan(<metadata file>)`` and measures the bytes DuckDB's ``IN_MEMORY_TABLE`` memory grew by. Queries that
-use an entry pin it (a :class:`Lease` per query, released when the query's execution closes). When a newer version
-of the table is seen, older entries are retired and dropped once no query pins them. The byte budget is kept by
+Life of an entry: a query that finds no entry it can read the current version through reads Parquet as before and
+asks for a load (single-flight per table); one loader thread runs ``CREATE TABLE lakegate_cache.tN AS SELECT
+... FROM iceberg_scan(<metadata file>)`` (each row with its data file and position) and measures the bytes DuckDB's
+``IN_MEMORY_TABLE`` memory grew by. Queries that use an entry pin it (a :class:`Lease` per query, released when
+the query's execution closes). When a newer version of the table is loaded, older entries are retired and dropped
+once no query pins them. The byte budget is kept by
 evicting least-recently-used unpinned entries; entries used in the last ``RECENT_SECONDS`` are not evicted to make
 room for a new load (the load is skipped and the table read from Parquet), so that a working set larger than the
 budget does not turn into a reload per query.
@@ -49,6 +53,8 @@ from pyiceberg.table.snapshots import Snapshot
 
 from lakegate.connectors.duckdb.engine import DuckDBEngine, DuckDBResult
 from lakegate.connectors.query import QueryError
+from lakegate.gateway import cache_delta
+from lakegate.gateway.cache_delta import Base, Files
 from lakegate.gateway.cache_entries import Entry, Load, Stats, Version, estimate_bytes
 
 log = logging.getLogger("lakegate.gateway.cache")
@@ -60,6 +66,7 @@ PG_MAX_BYTES = (
     256 << 20
 )  #: PostgreSQL tables larger than this (or than a quarter of the budget) are read live
 PG_BACKOFF = (30.0, 600.0)  #: a PostgreSQL table that keeps changing is not loaded again for 30 s, doubling
+PLANNED = 256  #: snapshots whose files are remembered (planning one reads its manifests)
 PG_KINDS = (
     "r",
     "p",
@@ -107,6 +114,7 @@ class LakeCache:
         self._pg_seen: dict[str, tuple[int, str]] = {}  #: newest (xmax, token) seen per PostgreSQL source
         self._pg_skip: dict[tuple[str, str], float] = {}  #: PostgreSQL table -> not loaded before this time
         self._pg_delay: dict[tuple[str, str], float] = {}  #: its current back-off
+        self._planned: dict[tuple[str, int], Files] = {}  #: (table uuid, snapshot id) -> its files
 
     @property
     def enabled(self) -> bool:
@@ -133,15 +141,60 @@ class LakeCache:
                 self._observe(version, meta.last_updated_ms)
             served = self._serve(version, now, leases)
             if served is not None:
-                return served
+                return cache_delta.plain_sql(served)
             if travelling:
                 return None  # an old version is read from Parquet, never loaded
-            self.stats.misses += 1
-            if version not in self._pending and self._refused.get(version, 0.0) <= now:
-                load = Load(version, str(table.metadata_location), estimate_bytes(table, snapshot))
+            base = self._base(version)
+        delta = self._delta(base, table, snapshot) if base is not None else None
+        with self._lock:
+            if delta is not None and base is not None and self._entries.get(base.version) is base:
+                base.pins += 1
+                base.last_used = now
+                self.stats.hits += 1
+                self.stats.delta_hits += 1
+                leases.append(Lease(self, base))
+                if not delta.worth_reloading(base.rows):
+                    return delta.sql
+            else:
+                delta = None
+                self.stats.misses += 1
+            loading = any(v.ident == version.ident for v in self._pending)
+            if not loading and self._refused.get(version, 0.0) <= now:
+                load = Load(version, str(table.metadata_location), estimate_bytes(table, snapshot), table=table)
                 self._pending[version] = load
                 self._put(load)
-        return None
+        return delta.sql if delta is not None else None
+
+    def _base(self, version: Version) -> Entry | None:
+        """The entry a newer ``version`` of its table can be read through: same table, same schema (lock held)."""
+        found = [
+            e
+            for v, e in self._entries.items()
+            if v.ident == version.ident and e.base is not None and _same_table(v, version)
+        ]
+        return max(found, key=lambda e: e.loaded, default=None)  # the newest load
+
+    def _delta(self, entry: Entry, table: Table, snapshot: Snapshot) -> cache_delta.Delta | None:
+        """``snapshot`` read through ``entry`` (plans the snapshot once; outside the lock)."""
+        assert entry.base is not None
+        try:
+            now = self._files(table, snapshot)
+        except Exception as exc:  # whatever reading manifests raises: read Parquet as without the cache
+            log.warning("lake cache: cannot plan %s snapshot %d: %s", ".".join(table.name()), snapshot.snapshot_id, exc)
+            return None
+        return cache_delta.delta_sql(entry.name, entry.base, now)
+
+    def _files(self, table: Table, snapshot: Snapshot) -> Files:
+        key = (str(table.metadata.table_uuid), snapshot.snapshot_id)
+        with self._lock:
+            files = self._planned.get(key)
+        if files is None:
+            files = cache_delta.files_of(table, snapshot)
+            with self._lock:
+                if len(self._planned) >= PLANNED:
+                    self._planned.clear()
+                self._planned[key] = files
+        return files
 
     def _serve(self, version: Version, now: float, leases: list[Lease]) -> str | None:
         """The entry's table name, pinned for the query (lock held); None when ``version`` is not cached."""
@@ -160,8 +213,10 @@ class LakeCache:
         if seen is not None and (seen[1] == version or seen[0] > stamp):
             return
         self._current[version.ident] = (stamp, version)
-        for old in [e for v, e in self._entries.items() if v.ident == version.ident and v != version]:
-            self._retire(old)
+        for old in [
+            e for v, e in self._entries.items() if v.ident == version.ident and not _same_table(v, version)
+        ]:
+            self._retire(old)  # a newer snapshot of the same table and schema is read through it until loaded
 
     # ------------------------------------------------------------------------ PostgreSQL tables (query side)
 
@@ -303,25 +358,56 @@ class LakeCache:
             return
         version = load.version
         with self._lock:
-            if self._stopped or self._current.get(version.ident, (0, version))[1] != version:
-                return  # a newer version was seen while this one waited
+            if self._stopped or not _same_table(self._current.get(version.ident, (0, version))[1], version):
+                return  # the table was re-created or its schema changed while this one waited
             if not self._make_room(load.estimate, recent=True):
                 self._refuse(version)
                 return
             generation = self._generation
         started = time.monotonic()
         try:
-            name, size, rows = self._create(f"iceberg_scan('{load.location.replace(chr(39), chr(39) * 2)}')")
-        except QueryError as exc:
+            files = self._planned_files(load)
+            numbers = cache_delta.numbering(files)
+            name, size, rows = self._create(f"({cache_delta.load_sql(load.location, numbers)})")
+            base = self._described(name, files, numbers)
+        except (QueryError, LoadMismatch) as exc:
             with self._lock:
                 self.stats.load_failures += 1
                 self._refuse(version, skipped=False)
             log.warning("lake cache: cannot load %s.%s: %s", *version.ident, exc)
             return
-        self._admit(
-            Entry(version, name, size if size > 0 else load.estimate, rows, self._clock(), generation),
-            time.monotonic() - started,
-        )
+        entry = Entry(version, name, size if size > 0 else load.estimate, rows, self._clock(), generation, base=base)
+        entry.loaded = self._clock()
+        self._admit(entry, time.monotonic() - started)
+
+    def _planned_files(self, load: Load) -> Files:
+        """The data and delete files of the snapshot a load reads; LoadMismatch when its manifests cannot be read."""
+        snapshot = load.table.snapshot_by_id(load.version.snapshot_id) if load.table is not None else None
+        if load.table is None or snapshot is None:
+            raise LoadMismatch(f"snapshot {load.version.snapshot_id} is not in the metadata the load was asked with")
+        try:
+            return self._files(load.table, snapshot)
+        except Exception as exc:  # whatever reading manifests raises (a file expired meanwhile, storage down)
+            raise LoadMismatch(f"cannot plan snapshot {load.version.snapshot_id}: {exc}") from exc
+
+    def _described(self, name: str, files: Files, numbers: dict[str, int]) -> Base:
+        """The base of a just created cache table; dropped and LoadMismatch raised when a row's data file is not
+        one the manifests name (then its rows could not be told apart from a newer snapshot's)."""
+        schema, table = name.split(".")
+        try:
+            strays = self.engine.value(f"SELECT count(*) FROM {name} WHERE {cache_delta.FILE} IS NULL")
+            columns = self.engine.value(
+                "SELECT list([column_name, data_type] ORDER BY column_index) FROM duckdb_columns() "
+                f"WHERE schema_name = '{schema}' AND table_name = '{table}'"
+            )
+        except QueryError:
+            self._try_drop(name)
+            raise
+        if strays:
+            self._try_drop(name)
+            raise LoadMismatch(f"{strays} row(s) come from data files the snapshot's manifests do not name")
+        kept = tuple((c, t) for c, t in columns or () if c not in (cache_delta.FILE, cache_delta.POS))
+        return Base(files, numbers, kept)
 
     def _load_postgres(self, load: Load) -> None:
         """Copy a PostgreSQL table into DuckDB; kept only if the server's snapshot token is the version's both
@@ -404,9 +490,13 @@ class LakeCache:
                 return  # shutting down, or its database is gone
             entry.retired = True  # not served until admitted below
             self._retiring[entry.name] = entry
-            if self._current.get(version.ident, (0, version))[1] != version:
-                self._put(entry)  # superseded while loading
+            current = self._current.get(version.ident, (0, version))[1]
+            if current != version and not (entry.base is not None and _same_table(current, version)):
+                self._put(entry)  # superseded while loading (by another table or schema, or a PostgreSQL write)
                 return
+            older = [e for v, e in self._entries.items() if v.ident == version.ident and v != version and e.base]
+            for old in older:  # the newer load replaces them
+                self._retire(old)
             if not self._make_room(0, recent=False):
                 self._refuse(version)
                 self._put(entry)  # larger than what the budget can hold now
@@ -503,6 +593,7 @@ class LakeCache:
                 "retiring": len(self._retiring),
                 "loading": len(self._pending),
                 "hits": s.hits,
+                "delta_hits": s.delta_hits,
                 "misses": s.misses,
                 "loads": s.loads,
                 "load_failures": s.load_failures,
@@ -541,6 +632,15 @@ class LakeCache:
         self._tasks.put(None)
         if self._thread is not None:
             self._thread.join(10)
+
+
+class LoadMismatch(Exception):
+    """A loaded lake table's rows cannot be matched to its snapshot's data files."""
+
+
+def _same_table(a: Version, b: Version) -> bool:
+    """Versions of one lake table with one schema: the older's data files are the newer's, less the removed."""
+    return not a.source and (a.ident, a.uuid, a.schema_id) == (b.ident, b.uuid, b.schema_id)
 
 
 def _xmax(token: str) -> int:

@@ -24,6 +24,8 @@ from pyiceberg.types import (
     UUIDType,
 )
 
+from lakegate.gateway.cache_delta import Base
+
 OVERHEAD = 1.4  #: DuckDB's in-memory bytes per raw value byte (measured: 10 M rows x 28 B -> 385 MB)
 _WIDTHS: dict[type, int] = {
     BooleanType: 1,
@@ -70,6 +72,7 @@ class Entry:
     pins: int = 0
     retired: bool = False
     loaded: float = 0.0  #: when a PostgreSQL table's entry was loaded (clock of the cache)
+    base: Base | None = None  #: a lake table's files at its snapshot, to read newer snapshots through it
 
 
 @dataclass
@@ -77,6 +80,7 @@ class Stats:
     """Counters since the start (``/v1/status`` and ``/metrics``)."""
 
     hits: int = 0
+    delta_hits: int = 0  #: hits at a newer snapshot than the entry's (its files and the deletes since)
     misses: int = 0
     loads: int = 0
     load_failures: int = 0
@@ -98,13 +102,14 @@ class Load:
     estimate: int
     relation: str = ""
     probe: Callable[[], tuple[str, str, int]] | None = None
+    table: Table | None = None  #: a lake table's metadata, whose current snapshot is the version's
 
 
 def estimate_bytes(table: Table, snapshot: Snapshot) -> int:
     """DuckDB memory a table's snapshot will take, from its schema and row count (checked after the load)."""
     summary = snapshot.summary.additional_properties if snapshot.summary else {}
     rows = int(summary.get("total-records", 0) or 0)
-    width = 0
+    width = 12  # the row's data file number and position (lakegate.gateway.cache_delta)
     for f in table.schema().fields:
         typ = f.field_type
         if isinstance(typ, DecimalType):

@@ -102,6 +102,12 @@ _CACHE = (
     ),
     ("lakegate_cache_loading", "gauge", "Lake cache loads queued or running.", "loading"),
     ("lakegate_cache_hits_total", "counter", "Lake table reads served from the lake cache.", "hits"),
+    (
+        "lakegate_cache_delta_hits_total",
+        "counter",
+        "Lake table reads at a newer snapshot than the cached one, read through it (the new files and deletes).",
+        "delta_hits",
+    ),
     ("lakegate_cache_misses_total", "counter", "Lake table reads at a snapshot not (yet) cached.", "misses"),
     ("lakegate_cache_loads_total", "counter", "Lake cache loads completed.", "loads"),
     ("lakegate_cache_load_failures_total", "counter", "Lake cache loads that failed.", "load_failures"),

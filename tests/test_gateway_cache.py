@@ -1,6 +1,7 @@
 """The lake cache and the plan cache against real DuckDB, Iceberg and PostgreSQL: a gateway with the cache answers
 exactly what a gateway without it and PostgreSQL answer, right after every ingest commit (each a new state
-snapshot); a new snapshot is loaded and the old entry dropped (not while a query still reads it); the byte budget holds by
+snapshot, read through the cached one: its rows less the new deletes plus the new files); a snapshot that changed
+much is loaded and the old entry dropped (not while a query still reads it); the byte budget holds by
 evicting the least recently used; time travel reads the old version; a cached plan never outlives a change of
 the tables it was routed on. Loads are asynchronous: tests wait for them with ``LakeCache.wait_idle``."""
 
@@ -16,10 +17,14 @@ import pyarrow as pa
 import pytest
 from pyiceberg.types import StringType
 
+from lakegate.connectors.changes import Column, Position
 from lakegate.connectors.iceberg import catalog as lake_catalog
+from lakegate.connectors.iceberg import compaction
+from lakegate.connectors.iceberg.commits import stamp
 from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of, same_rows
 from tests.lakehelp import lake_table, running_worker, wait_caught_up
+from tests.test_open_lake_deletes import Model, _create
 
 COLUMNS = "id, name, price, ratio, tags, seen, day, raw, u"
 ITEMS = """
@@ -101,10 +106,20 @@ def test_cache_is_never_stale_after_commits(pg: psycopg.Connection, pg_dsn: str,
             ):
                 pg.execute(step)
                 wait_caught_up(pg)  # committed to the lake: the next query must see it
-                _same_everywhere(cached, plain, pg, f"right after committing {step[:30]}", hit=False)
+                through = cached.cache.stats.delta_hits
+                _same_everywhere(cached, plain, pg, f"right after committing {step[:30]}", hit=True)
+                assert cached.cache.stats.delta_hits >= through + 2, "the new snapshot was not read through the cache"
                 versions.append(
                     (_snapshot_id(settings, "state"), pg_rows(pg, f"SELECT {COLUMNS} FROM public.items"))
                 )
+                assert cached.cache.wait_idle()
+                kept = _entry(cached, "public.items")
+                assert (kept.name, kept.version) == (first.name, first.version), "a small commit reloaded the table"
+
+            pg.execute("UPDATE items SET name = name || '!' WHERE id % 2 = 0")  # half the table: worth a load
+            wait_caught_up(pg)
+            _same_everywhere(cached, plain, pg, "right after changing half the table", hit=True)
+            versions.append((_snapshot_id(settings, "state"), pg_rows(pg, f"SELECT {COLUMNS} FROM public.items")))
             assert cached.cache.wait_idle()
             last = _entry(cached, "public.items")
             assert last is not None and last.version.snapshot_id == _snapshot_id(settings, "state")
@@ -157,21 +172,27 @@ def test_new_snapshot_is_loaded_and_old_entry_dropped_once_no_query_reads_it(
     old = _entry(gateway, "public.t")
     assert old is not None and old.version.snapshot_id == old_snapshot
 
+    table.append(_numbers(200_000, 1000))  # a small commit: read through the old entry, which stays
+    through = gateway.cache.stats.delta_hits
+    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 201_000, "a stale snapshot was served"
+    assert gateway.cache.stats.delta_hits == through + 1 and gateway.cache.wait_idle()
+    assert _entry(gateway, "public.t").name == old.name, "a small commit reloaded the table"
+
     reading = gateway.prepare("SELECT id FROM lake.public.t")  # reads the old entry, slowly
     reading.start()
     batches = reading.batches()
     seen = next(batches).num_rows
-    table.append(_numbers(200_000, 1000))
-    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 201_000, "a stale snapshot was served"
+    table.append(_numbers(201_000, 100_000))  # a third of the table from Parquet: the new snapshot is loaded
+    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 301_000, "a stale snapshot was served"
     assert gateway.cache.wait_idle()
     new = _entry(gateway, "public.t")
     assert new is not None and new.version.snapshot_id == table.current_snapshot().snapshot_id
     assert old.name in _cache_tables(gateway), "the old entry was dropped while a query still read it"
     seen += sum(b.num_rows for b in batches)
-    assert seen == 200_000, "the query that started on the old snapshot saw other rows"
+    assert seen == 201_000, "the query that started on the older snapshot saw other rows"
     assert gateway.cache.wait_idle()
     assert old.name not in _cache_tables(gateway) and new.name in _cache_tables(gateway)
-    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 201_000
+    assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 301_000
 
     _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}", 10, [])
     assert plan is not None and "snapshot_from_id" in plan.sql and "lakegate_cache" not in plan.sql
@@ -184,7 +205,38 @@ def test_new_snapshot_is_loaded_and_old_entry_dropped_once_no_query_reads_it(
     )
     for lease in leases:
         lease.release()
-    assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {current}") == 201_000
+    assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {current}") == 301_000
+
+
+def test_commits_compactions_and_truncates_are_read_through_the_cached_snapshot(lake: tuple[Gateway, Any]) -> None:
+    """A state table kept with position deletes, changed by random batches, compacted now and then (data files
+    rewritten, delete files merged) and truncated: after every commit the cached gateway equals the model."""
+    gateway, catalog = lake
+    columns = (Column("id", pa.int64(), "bigint", key=True), Column("name", pa.string(), "text"))
+    state = _create(catalog, "s", columns)
+    model = Model(columns, seed=5)
+
+    def commit(batch: pa.Table) -> None:
+        state.commit(batch, stamp(Position(model.lsn, 10**6)))
+
+    def check(what: str) -> None:
+        got = rows_of(gateway.query("SELECT id, name FROM lake.public.s").table)
+        want = [(key[0], row["name"]) for key, row in model.rows.items()]
+        assert same_rows(got, want, ordered=False), f"{what}: the cached gateway differs from the model"
+
+    commit(model.batch(400))
+    check("before the cache is loaded")
+    assert gateway.cache.wait_idle() and _entry(gateway, "public.s") is not None
+    through = gateway.cache.stats.delta_hits
+    limits = compaction.Thresholds(min_small_files=2, max_delete_files=2)
+    for step in range(16):
+        commit(model.batch(25, truncate_at=12 if step == 10 else None))
+        check(f"after commit {step}")
+        if step in (3, 7, 14):
+            assert compaction.compact(state, stamp(Position(model.lsn, 10**6)), limits), "nothing was compacted"
+            check(f"after compacting at commit {step}")
+        assert gateway.cache.wait_idle()  # a reload, if one was asked for, replaces the entry meanwhile
+    assert gateway.cache.stats.delta_hits > through + 10, "newer snapshots were not read through the entry"
 
 
 def test_byte_budget_holds_by_evicting_the_least_recently_used(lake: tuple[Gateway, Any]) -> None:
