@@ -60,6 +60,8 @@ class Cursor:
         self.route: str | None = None
         self.truncated: bool | None = None
         self.elapsed_ms: float | None = None
+        #: the source position (PostgreSQL LSN ``X/Y``) at which the lake tables were read, all at one position
+        self.source_lsn: str | None = None
         self.schema: pa.Schema | None = None
         self._answer: Answer | None = None
         self._rows: list[tuple[Any, ...]] = []
@@ -87,7 +89,7 @@ class Cursor:
         self._answer = answer
         self.schema = answer.reader.schema
         self.description = describe(answer.reader.schema)
-        self.route, self.elapsed_ms = answer.route, answer.elapsed_ms
+        self.route, self.elapsed_ms, self.source_lsn = answer.route, answer.elapsed_ms, answer.source_lsn
         self.rowcount = answer.rows if answer.rows is not None else -1
         self.rownumber = 0
         self._done = False
@@ -230,7 +232,7 @@ class Cursor:
             self._answer = None
         self._rows, self._pos, self._done, self._received = [], 0, True, 0
         self.description, self.rowcount, self.rownumber, self.schema = None, -1, None, None
-        self.route = self.truncated = self.elapsed_ms = None
+        self.route = self.truncated = self.elapsed_ms = self.source_lsn = None
         self._warned = False
 
     def _answer_or_raise(self) -> Answer:

@@ -51,6 +51,7 @@ class Answer:
     truncated: bool | None
     elapsed_ms: float | None
     max_rows: int | None
+    source_lsn: str | None = None  #: the source position the lake tables were read at
 
 
 def header_int(response: httpx.Response, name: str) -> int | None:
@@ -80,6 +81,7 @@ def open_answer(url: str, response: httpx.Response) -> Answer:
         None if truncated is None else truncated == "true",
         float(elapsed) if elapsed else None,
         header_int(response, "x-lakegate-max-rows"),
+        response.headers.get("x-lakegate-source-lsn"),
     )
 
 

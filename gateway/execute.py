@@ -114,6 +114,7 @@ class Execution:
         #: the request's deadline, set before it was parsed (the time limit covers the whole request)
         self.deadline = deadline if deadline is not None else self.started_at + limits.timeout
         self.truncated = False
+        self.source_lsn: str | None = None  #: the source position lake tables are read at (gateway.lakecut)
         self.rows = 0
         self.bytes = 0
         self.reason: str | None = None

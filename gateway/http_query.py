@@ -196,6 +196,8 @@ async def run_query(
     request.state.route = execution.route
     encoder = encoders.encoder(fmt)
     headers = {"X-Lakegate-Route": execution.route, "X-Lakegate-Max-Rows": str(execution.limits.max_rows)}
+    if execution.source_lsn is not None:
+        headers["X-Lakegate-Source-Lsn"] = execution.source_lsn
     if first.complete:
         headers.update(
             {
@@ -254,7 +256,10 @@ def _next(iterator: Iterator[pa.RecordBatch]) -> pa.RecordBatch | None:
 
 
 def meta(execution: Execution) -> dict[str, Any]:
-    return {"truncated": execution.truncated, "elapsed_ms": execution.elapsed_ms, "route": execution.route}
+    out = {"truncated": execution.truncated, "elapsed_ms": execution.elapsed_ms, "route": execution.route}
+    if execution.source_lsn is not None:
+        out["source_lsn"] = execution.source_lsn
+    return out
 
 
 def observe(gateway: Gateway, execution: Execution, error: BaseException | None) -> None:

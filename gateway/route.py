@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from sqlglot import exp
 
-from lakegate.gateway import lakecolumns, scope
+from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.dialect import postgres_semantics
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
@@ -55,6 +55,7 @@ class Plan:
     views: dict[str, str] = field(default_factory=dict)
     tables: list[str] = field(default_factory=list)
     pg_types: tuple[PgType | None, ...] | None = None  #: PostgreSQL's result column types (duckdb route)
+    source_lsn: str | None = None  #: the source position the lake tables are read at (gateway.lakecut)
 
     def explain(self) -> dict[str, Any]:
         engine = {"engine": self.route, "source": self.source, "sql": self.sql}
@@ -176,10 +177,14 @@ class Router:
         if not routed.lakes and not pg_hits:
             return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables), routed.pg_types)
         views: dict[str, str] = {}
-        for read in routed.lakes:
-            entry = self.lake.entry(read.ref.schema, read.ref.name, listing)
+        entries = [self.lake.entry(read.ref.schema, read.ref.name, listing) for read in routed.lakes]
+        present = [entry for read, entry in zip(routed.lakes, entries, strict=True) if read.travel is None]
+        at_cut, source_lsn = lakecut.travels(present, lakecut.cuts(self.lake)) if present else ([], None)
+        at = iter(at_cut)
+        for read, entry in zip(routed.lakes, entries, strict=True):
+            travel = read.travel if read.travel is not None else next(at)
             types = lakecolumns.column_types(entry.table)
-            views[read.view] = lakecolumns.converted(view_sql(entry, read.travel, cached), types)
+            views[read.view] = lakecolumns.converted(view_sql(entry, travel, cached), types)
         head, ctes, main = routed.head, routed.ctes, routed.main
         if pg_hits:
             for pg in routed.pgs:
@@ -187,7 +192,9 @@ class Router:
             head, ctes, main = routed.pg_split
         with_views = ", ".join(f"{quote(name)} AS NOT MATERIALIZED ({sql})" for name, sql in views.items())
         sql = f"{head}{with_views}{', ' + ctes if ctes else ''} {main}"
-        return Plan(routed.route, sql, routed.source, routed.body, views, list(routed.tables), routed.pg_types)
+        return Plan(
+            routed.route, sql, routed.source, routed.body, views, list(routed.tables), routed.pg_types, source_lsn
+        )
 
     # ------------------------------------------------------------------------------------------ postgres
 

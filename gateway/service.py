@@ -77,6 +77,7 @@ class Result:
     truncated: bool
     elapsed_ms: float
     route: str
+    source_lsn: str | None = None  #: the source position the lake tables were read at
 
 
 class Gateway:
@@ -286,6 +287,7 @@ class Gateway:
             _release(leases)
             raise
         execution.plan = plan  # type: ignore[attr-defined]
+        execution.source_lsn = plan.source_lsn if plan is not None else None
         self._track(execution, leases)
         return execution
 
@@ -343,7 +345,7 @@ class Gateway:
         execution.start()
         batches = list(execution.batches())
         table = pa.Table.from_batches(batches, schema=execution.schema)
-        return Result(table, execution.truncated, execution.elapsed_ms, execution.route)
+        return Result(table, execution.truncated, execution.elapsed_ms, execution.route, execution.source_lsn)
 
     # ------------------------------------------------------------------------------- explain, schema, status
 

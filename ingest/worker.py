@@ -27,9 +27,15 @@ from lakegate.connectors.changes import (
     format_lsn,
 )
 from lakegate.connectors.config import LakeSettings, SourceSettings
-from lakegate.connectors.errors import Resnapshot, SchemaChangeError, SourceConfigError, TransientError
+from lakegate.connectors.errors import (
+    LakeError,
+    Resnapshot,
+    SchemaChangeError,
+    SourceConfigError,
+    TransientError,
+)
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import registry
+from lakegate.connectors.iceberg import cut, registry
 from lakegate.connectors.iceberg.evolution import STORAGE
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres.cdc import Flush, PostgresSource
@@ -45,6 +51,7 @@ from lakegate.ingest.upkeep import MaintenanceThread
 log = logging.getLogger("lakegate.ingest")
 
 BUSY_RETRY = 3.0  #: seconds between attempts to take the lease another worker holds
+IDLE_CUT_INTERVAL = 1.0  #: seconds between consistent cuts recorded while the source is idle
 
 
 class Interrupted(Exception):
@@ -85,6 +92,7 @@ class Worker:
         self.recopy: set[TableRef] = set()
         #: tables left out until the worker restarts: their initial copy met a value the lake cannot hold
         self.skip: dict[TableRef, str] = {}
+        self._cut_recorded = (0, 0.0)  #: the last consistent cut recorded, and when (monotonic)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -266,6 +274,8 @@ class Worker:
                 idle = source.confirmable(source.idle_position())
                 if idle is not None:
                     source.acknowledge(idle)
+                    if time.monotonic() - self._cut_recorded[1] >= IDLE_CUT_INTERVAL:
+                        self._record_cut(idle)
 
         try:
             while True:
@@ -303,9 +313,23 @@ class Worker:
             )
         if ack is not None:
             source.acknowledge(ack)
+        if flush.ack is not None:  # not capped by a stopped table: the others are read as far as they are
+            self._record_cut(flush.ack)
         self.flushes += 1
         if self.on_flush is not None:
             self.on_flush(flush)
+
+    def _record_cut(self, lsn: int) -> None:
+        """Every table of this source holds all of the source before ``lsn``: readers may read them at one
+        position (see connectors.iceberg.cut). Only an aid to readers, so a failure is logged, not raised."""
+        if lsn <= self._cut_recorded[0]:
+            return
+        try:
+            cut.record(self.catalog, self.src.name, {ref.schema for ref in self.lake}, lsn)
+        except LakeError as exc:
+            log.warning("%s; readers see each table as far as it is committed", exc)
+            return
+        self._cut_recorded = (lsn, time.monotonic())
 
     def _write(self, flush: Flush, source: PostgresSource) -> None:
         """On the committer thread: each table's segments -> one change-log commit stamped with its position."""

@@ -1,0 +1,97 @@
+"""Issue 11.8: a query that reads several lake tables sees them all at one source position (a consistent cut).
+
+The worker commits a flush one table at a time. The test holds the worker between its commit of one table of a
+two-table transaction and its commit of the other, and asks the gateway (real HTTP) in that window: both tables
+must still be before the transaction, and the response says the position it read at (``source_lsn``). Then the
+worker goes on, and both tables are after it, at a later position.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from lakegate.connectors.changes import parse_lsn
+from lakegate.connectors.iceberg.writer import LakeTable
+from tests.gateway_fixtures.harness import gateway_settings, live_server
+from tests.lakehelp import lake_table, running_worker, wait_caught_up, wait_for
+
+BOTH = (
+    "SELECT (SELECT count(*) FROM lake.public.a) AS a, (SELECT count(*) FROM lake.public.b) AS b, "
+    "(SELECT coalesce(sum(v), 0) FROM lake.public.a) + (SELECT coalesce(sum(v), 0) FROM lake.public.b) AS total"
+)
+
+
+def _ask(client: Any) -> tuple[dict[str, Any], str | None]:
+    response = client.post("/v1/query", json={"sql": BOTH})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body.get("source_lsn") == response.headers.get("x-lakegate-source-lsn")
+    return body["rows"][0], body.get("source_lsn")
+
+
+def _changes_in_log(settings: Any, name: str) -> int:
+    table = lake_table(settings, name)
+    assert table.changelog is not None
+    return len(table.changelog.scan().to_arrow())
+
+
+def test_a_two_table_transaction_is_seen_whole_or_not_at_all(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pg.execute("CREATE TABLE a (id int PRIMARY KEY, v int NOT NULL)")
+    pg.execute("CREATE TABLE b (id int PRIMARY KEY, v int NOT NULL)")
+    pg.execute("INSERT INTO a SELECT g, 10 FROM generate_series(1, 5) g")
+    pg.execute("INSERT INTO b SELECT g, 10 FROM generate_series(1, 5) g")
+    settings = gateway_settings(pg_dsn, lake_dir, ["public.a", "public.b"])
+
+    hold = threading.Event()  #: armed: the worker stops before committing table b
+    held = threading.Event()  #: the worker is waiting there
+    release = threading.Event()
+    original = LakeTable.append
+
+    def append(self: LakeTable, *args: Any, **kwargs: Any) -> Any:
+        if hold.is_set() and (self.namespace, self.name) == ("public", "b"):
+            held.set()
+            assert release.wait(60), "the test never released the worker"
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LakeTable, "append", append)
+    with running_worker(settings), live_server(settings) as server, server.client() as client:
+        wait_caught_up(pg)
+        wait_for(lambda: _ask(client)[1] is not None, what="the worker to record a consistent cut")
+        before, lsn_before = _ask(client)
+        assert (before["a"], before["b"], before["total"]) == (5, 5, 100)
+        log_a, log_b = _changes_in_log(settings, "public.a"), _changes_in_log(settings, "public.b")
+
+        hold.set()
+        with pg.transaction():  # one transaction over both tables: a transfer and a new row in each
+            pg.execute("UPDATE a SET v = v - 7 WHERE id = 1")
+            pg.execute("UPDATE b SET v = v + 7 WHERE id = 1")
+            pg.execute("INSERT INTO a VALUES (6, 0)")
+            pg.execute("INSERT INTO b VALUES (6, 0)")
+        assert held.wait(60), "the worker did not reach its commit of table b"
+        # table a is committed with the transaction, table b is not: the failure the cut prevents is there
+        assert _changes_in_log(settings, "public.a") > log_a
+        assert _changes_in_log(settings, "public.b") == log_b
+        during, lsn_during = _ask(client)
+        assert during == before, "the gateway saw table a after the transaction and table b before it"
+        assert lsn_during == lsn_before
+
+        hold.clear()
+        release.set()
+        wait_caught_up(pg)
+        wait_for(lambda: _ask(client)[0]["a"] == 6, what="the transaction to become visible")
+        after, lsn_after = _ask(client)
+        assert (after["a"], after["b"], after["total"]) == (6, 6, 100)
+        assert lsn_after is not None and lsn_before is not None
+        assert parse_lsn(lsn_after) > parse_lsn(lsn_before)
+        # a single-table query carries the position as well; a PostgreSQL-route query carries none
+        one = client.post("/v1/query", json={"sql": "SELECT count(*) AS n FROM lake.public.a"}).json()
+        assert one["rows"] == [{"n": 6}] and parse_lsn(one["source_lsn"]) >= parse_lsn(lsn_after)
+        live = client.post("/v1/query", json={"sql": "SELECT count(*) AS n FROM pg.public.a"}).json()
+        assert "source_lsn" not in live
