@@ -95,3 +95,51 @@ def test_a_two_table_transaction_is_seen_whole_or_not_at_all(
         assert one["rows"] == [{"n": 6}] and parse_lsn(one["source_lsn"]) >= parse_lsn(lsn_after)
         live = client.post("/v1/query", json={"sql": "SELECT count(*) AS n FROM pg.public.a"}).json()
         assert "source_lsn" not in live
+
+
+def test_a_huge_transaction_written_in_parts_is_seen_only_whole(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11.7, the gateway's part: the worker writes a transaction larger than its batch in parts; the
+    gateway reads none of it until its last part is committed."""
+    pg.execute("CREATE TABLE a (id int PRIMARY KEY, v int NOT NULL)")
+    pg.execute("CREATE TABLE b (id int PRIMARY KEY, v int NOT NULL)")
+    pg.execute("INSERT INTO a SELECT g, 10 FROM generate_series(1, 5) g")
+    pg.execute("INSERT INTO b SELECT g, 10 FROM generate_series(1, 5) g")
+    settings = gateway_settings(pg_dsn, lake_dir, ["public.a", "public.b"])
+    settings.ingest.max_batch_rows = 500
+
+    parts: list[int] = []  #: rows of each part of table a committed while armed
+    hold = threading.Event()
+    held = threading.Event()
+    release = threading.Event()
+    original = LakeTable.append
+
+    def append(self: LakeTable, data: Any, *args: Any, **kwargs: Any) -> Any:
+        if hold.is_set() and (self.namespace, self.name) == ("public", "a"):
+            if parts:  # the first part is committed: hold the next one
+                held.set()
+                assert release.wait(60), "the test never released the worker"
+            parts.append(data.num_rows)
+        return original(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(LakeTable, "append", append)
+    with running_worker(settings), live_server(settings) as server, server.client() as client:
+        wait_caught_up(pg)
+        wait_for(lambda: _ask(client)[1] is not None, what="the worker to record a consistent cut")
+        before, lsn_before = _ask(client)
+        log_a = _changes_in_log(settings, "public.a")
+        hold.set()
+        with pg.transaction():
+            pg.execute("INSERT INTO a SELECT g, 0 FROM generate_series(100, 5099) g")
+            pg.execute("INSERT INTO b VALUES (100, 0)")
+        assert held.wait(60), "the worker did not write the transaction in parts"
+        assert _changes_in_log(settings, "public.a") > log_a  # a part of it is committed to the lake
+        during, lsn_during = _ask(client)
+        assert during == before and lsn_during == lsn_before, "the gateway saw part of a transaction"
+        hold.clear()
+        release.set()
+        wait_caught_up(pg)
+        wait_for(lambda: _ask(client)[0]["a"] == 5005, what="the transaction to become visible")
+        assert _ask(client)[0]["b"] == 6
+    assert len(parts) >= 2 and sum(parts) <= 5000
