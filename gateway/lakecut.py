@@ -4,7 +4,8 @@ A worker commits a flush table by table and then records, per source, the positi
 reached (:mod:`lakegate.connectors.iceberg.cut`). A query that reads lake tables without time travel reads each
 table of a source at its newest snapshot stamped below that source's cut: a multi-table transaction is seen whole
 or not at all, and the response says which position it saw (``source_lsn``). A table already at the cut (the usual
-case: nothing is being committed) is read at its current snapshot, so the lake cache serves it as before.
+case: nothing is being committed) is read at its current snapshot, so the lake cache serves it as before; so is a
+table whose columns changed since the cut (its older version lacks the columns the query names).
 """
 
 from __future__ import annotations
@@ -55,10 +56,14 @@ def travels(entries: Sequence[LakeEntry], recorded: dict[str, int]) -> tuple[lis
             out.append(None)
             continue
         seen[entry.source] = at  # type: ignore[index]
-        table = entry.history  # the table whose snapshots are this one's versions
+        table = entry.table  # its own snapshots are its versions (a state table is exact at each of them)
         snap = cut.snapshot_at(table, at)
         current = table.current_snapshot()
         if snap is None or current is None or snap.snapshot_id == current.snapshot_id:
+            out.append(None)
+        elif snap.schema_id != current.schema_id:
+            # the table's columns changed since the cut (a column added, or the table copied afresh): the query
+            # names today's columns, which the older version does not have; it reads the table as it is now
             out.append(None)
         else:
             out.append(TimeTravel(snapshot_id=snap.snapshot_id))
