@@ -14,8 +14,9 @@ the first version before its worker's first start (which catches it up); meanwhi
 consistent and older (``/v1/status`` shows ``committed_lsn`` and ``folded_lsn``, the state's stamp).
 
 A table (never a change log, which grows at every commit) can come from somewhere other than Parquet:
-:func:`view_sql` takes a ``cached`` lookup (the gateway's lake cache, :mod:`lakegate.gateway.cache`) that may name an
-in-memory table holding exactly that snapshot.
+:func:`view_sql` takes a ``cached`` lookup (the gateway's lake cache, :mod:`lakegate.gateway.cache`) that may give a
+FROM item returning exactly that snapshot from memory (an in-memory table, or one holding an older snapshot of the
+table with the newer files and deletes applied).
 
 Time travel: ``FOR VERSION AS OF <snapshot id>`` or ``FOR TIMESTAMP AS OF <time>``, the table's own snapshots; a
 state table's snapshot is the source table as of the position stamped on it.
@@ -43,7 +44,7 @@ from lakegate.connectors.iceberg.writer import PROP_LSN, PROP_SEQ
 from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unavailable
 
 PLAIN = "plain"
-#: (table, snapshot, travelling) -> a DuckDB table holding exactly that snapshot, or None to read Parquet
+#: (table, snapshot, travelling) -> a DuckDB FROM item returning exactly that snapshot, or None to read Parquet
 Cached = Callable[[Table, Snapshot | None, bool], str | None]
 
 
@@ -188,7 +189,7 @@ def scan(table: Table, snapshot: Snapshot | None) -> str:
 
 
 def stable_scan(table: Table, snapshot: Snapshot | None, travelling: bool, cached: Cached | None) -> str:
-    """The FROM item for ``table`` at ``snapshot``: a cache table when ``cached`` has one, else Parquet."""
+    """The FROM item for ``table`` at ``snapshot``: from the lake cache when ``cached`` has it, else Parquet."""
     name = cached(table, snapshot, travelling) if cached is not None else None
     return name if name is not None else scan(table, snapshot if travelling else None)
 
