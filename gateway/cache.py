@@ -6,7 +6,9 @@ commit). A version is (table uuid, snapshot id, schema id); a query only ever re
 lookup named. Data files are immutable, so a commit does not invalidate an entry: a newer snapshot of the same
 table and schema is read through it, its rows less those the new position deletes hide plus the new data files
 from Parquet (:mod:`lakegate.gateway.cache_delta`); once too much of it comes from Parquet the newer snapshot is
-loaded whole and replaces the entry. A schema change or a re-created table retires the entry at once.
+loaded whole and replaces the entry. An older snapshot of the same schema (time travel, the consistent cut)
+is read through the entry the same way, never loaded. A schema change or a re-created table retires the entry at
+once.
 
 Life of an entry: a query that finds no entry it can read the current version through reads Parquet as before and
 asks for a load (single-flight per table); one loader thread runs ``CREATE TABLE lakegate_cache.tN AS SELECT
@@ -125,8 +127,10 @@ class LakeCache:
     def scan(
         self, table: Table, snapshot: Snapshot | None, travelling: bool, leases: list[Lease]
     ) -> str | None:
-        """The cache table holding ``table`` at ``snapshot`` (pinned: a lease is added to ``leases``), or None:
-        then the caller reads Parquet, and for the current snapshot a load is requested."""
+        """A FROM item returning ``table`` at ``snapshot`` from the cache (the entry it reads is pinned: a lease is
+        added to ``leases``), or None: then the caller reads Parquet, and for the current snapshot a load is
+        requested. A snapshot other than the current one (time travel, a consistent cut) is served only through
+        an entry of the same table and schema, never loaded."""
         if not self.enabled or snapshot is None:
             return None
         meta = table.metadata
@@ -142,10 +146,12 @@ class LakeCache:
             served = self._serve(version, now, leases)
             if served is not None:
                 return cache_delta.plain_sql(served)
-            if travelling:
-                return None  # an old version is read from Parquet, never loaded
+            if travelling and snapshot.schema_id != meta.current_schema_id:
+                return None  # a version under another schema: read from Parquet
             base = self._base(version)
         delta = self._delta(base, table, snapshot) if base is not None else None
+        if travelling and delta is not None and delta.worth_reloading(base.rows if base is not None else 0):
+            delta = None  # a version far from the entry: iceberg_scan reads its many files better
         with self._lock:
             if delta is not None and base is not None and self._entries.get(base.version) is base:
                 base.pins += 1
@@ -153,8 +159,10 @@ class LakeCache:
                 self.stats.hits += 1
                 self.stats.delta_hits += 1
                 leases.append(Lease(self, base))
-                if not delta.worth_reloading(base.rows):
+                if travelling or not delta.worth_reloading(base.rows):
                     return delta.sql
+            elif travelling:
+                return None  # never loaded
             else:
                 delta = None
                 self.stats.misses += 1

@@ -2,8 +2,8 @@
 cached table only by the data files it adds or removes and the rows its position deletes hide (issue 12.5).
 
 A cache entry holds a table's rows at one snapshot together with where each row lives: ``__lg_file`` (the number
-of its data file, :class:`Base`) and ``__lg_pos`` (its position in that file, DuckDB's ``file_row_number``). For a
-newer snapshot of the same table and schema, :func:`delta_sql` reads
+of its data file, :class:`Base`) and ``__lg_pos`` (its position in that file, DuckDB's ``file_row_number``). For
+another snapshot of the same table and schema (newer, or older for time travel), :func:`delta_sql` reads
 
 - from the entry, the rows of every data file the new snapshot still holds whose delete files then were all still
   applied to it now, less the positions the delete files it gained since hide;

@@ -105,7 +105,7 @@ _CACHE = (
     (
         "lakegate_cache_delta_hits_total",
         "counter",
-        "Lake table reads at a newer snapshot than the cached one, read through it (the new files and deletes).",
+        "Lake table reads at another snapshot than the cached one, read through it (the files and deletes between).",
         "delta_hits",
     ),
     ("lakegate_cache_misses_total", "counter", "Lake table reads at a snapshot not (yet) cached.", "misses"),

@@ -1,7 +1,8 @@
 """The lake cache and the plan cache against real DuckDB, Iceberg and PostgreSQL: a gateway with the cache answers
 exactly what a gateway without it and PostgreSQL answer, right after every ingest commit (each a new state
 snapshot, read through the cached one: its rows less the new deletes plus the new files); a snapshot that changed
-much is loaded and the old entry dropped (not while a query still reads it); the byte budget holds by
+much is loaded and the old entry dropped (not while a query still reads it); older versions are read through
+the entry too; the byte budget holds by
 evicting the least recently used; time travel reads the old version; a cached plan never outlives a change of
 the tables it was routed on. Loads are asynchronous: tests wait for them with ``LakeCache.wait_idle``."""
 
@@ -194,11 +195,14 @@ def test_new_snapshot_is_loaded_and_old_entry_dropped_once_no_query_reads_it(
     assert old.name not in _cache_tables(gateway) and new.name in _cache_tables(gateway)
     assert _count(gateway, "SELECT count(*) FROM lake.public.t") == 301_000
 
-    _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}", 10, [])
-    assert plan is not None and "snapshot_from_id" in plan.sql and "lakegate_cache" not in plan.sql
+    leases: list[Any] = []  # an older version (time travel, a consistent cut) is read through the entry
+    _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}", 10, leases)
+    assert plan is not None and new.name in plan.sql and "iceberg_scan" not in plan.sql, plan.sql
+    for lease in leases:
+        lease.release()
     assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}") == 200_000
     current = table.current_snapshot().snapshot_id
-    leases: list[Any] = []
+    leases = []
     _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {current}", 10, leases)
     assert plan is not None and new.name in plan.sql, (
         "time travel to the cached snapshot did not use the cache"
@@ -206,6 +210,12 @@ def test_new_snapshot_is_loaded_and_old_entry_dropped_once_no_query_reads_it(
     for lease in leases:
         lease.release()
     assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {current}") == 301_000
+
+    with table.update_schema() as update:  # older versions are now under another schema: read from Parquet
+        update.add_column("label", StringType())
+    _, plan = gateway.plan(f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}", 10, [])
+    assert plan is not None and "snapshot_from_id" in plan.sql and "lakegate_cache" not in plan.sql
+    assert _count(gateway, f"SELECT count(*) FROM lake.public.t FOR VERSION AS OF {old_snapshot}") == 200_000
 
 
 def test_commits_compactions_and_truncates_are_read_through_the_cached_snapshot(lake: tuple[Gateway, Any]) -> None:
