@@ -4,6 +4,9 @@ always valid PostgreSQL (``to_hex`` becomes ``hex``, ``date_bin`` and ``= ALL(ar
 Only the table names change (``pg.public.t`` -> ``public.t``), by their positions in the text, which sqlglot's
 tokens carry. The row cap wraps the query: ``SELECT * FROM (<text>) AS _lakegate LIMIT n``.
 
+Trailing semicolons and comments are cut off (the text ends at its last token), so that what the cap appends
+is never commented out nor a second statement.
+
 The text is used only where sqlglot's reading of it cannot differ from PostgreSQL's: the guard checked sqlglot's
 parse, so a text that PostgreSQL's lexer could read differently (backslash escapes, dollar quoting, nested
 comments, Unicode escapes) goes out regenerated from the AST instead.
@@ -14,6 +17,11 @@ from __future__ import annotations
 import re
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import TokenError
+from sqlglot.tokens import TokenType
+
+from lakegate.gateway.pgdialect import DIALECT
 
 #: lexical features whose reading may differ between sqlglot and PostgreSQL
 _RISKY = re.compile(r"\\|\$|[uU]&|/\*.*/\*", re.DOTALL)
@@ -38,18 +46,28 @@ def user_text(sql: str, ast: exp.Expression, tables: list[tuple[exp.Table, str]]
             starts.append(meta["start"])
             ends.append(meta["end"])
         spans.append((min(starts), max(ends) + 1, name))
+    stop = _end_of_statement(sql)
+    if stop is None:
+        return None
     spans.sort()
     out, at = [], 0
     for start, end, name in spans:
-        if start < at:
+        if start < at or end > stop:
             return None
         out += [sql[at:start], name]
         at = end
-    out.append(sql[at:])
-    text = "".join(out).strip()
-    while text.endswith(";"):
-        text = text[:-1].rstrip()
-    return text
+    out.append(sql[at:stop])
+    return "".join(out).strip()
+
+
+def _end_of_statement(sql: str) -> int | None:
+    """Where the statement's last token (not a ``;``) ends in ``sql``: what follows is semicolons and comments."""
+    try:
+        tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    except TokenError:
+        return None
+    last = [t for t in tokens if t.token_type != TokenType.SEMICOLON]
+    return last[-1].end + 1 if last else None
 
 
 def capped(text: str, ast: exp.Expression, max_rows: int | None) -> str:
@@ -60,7 +78,7 @@ def capped(text: str, ast: exp.Expression, max_rows: int | None) -> str:
     cap = max_rows + 1
     limit = ast.args.get("limit")
     if limit is None and ast.args.get("offset") is None and ast.args.get("locks") is None:
-        return f"{text}{chr(10) if '--' in text else ' '}LIMIT {cap}"
+        return f"{text} LIMIT {cap}"  # the text ends at a token (user_text), never inside a comment
     if limit is not None:
         value = limit.expression
         if isinstance(value, exp.Literal) and value.is_int and int(value.this) <= cap:

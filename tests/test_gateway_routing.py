@@ -138,3 +138,19 @@ def test_explain_shows_route_engine_sql_and_pushdown(env: tuple[Gateway, psycopg
     # PostgreSQL's own plan of the user's query (an index or a sequential scan, as its statistics decide)
     assert pg["route"] == "postgres" and "Scan" in pg["plan"] and " on accounts" in pg["plan"]
     assert "(id = 3)" in pg["plan"]
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [" -- trailing comment", "; -- trailing comment", "; /* block */", "\n-- line\n;\n", " /* a */ ;; -- b"],
+)
+def test_row_cap_after_a_trailing_comment(env: tuple[Gateway, psycopg.Connection], tail: str) -> None:
+    """The PostgreSQL route sends the user's text with the row cap appended: a trailing comment must neither
+    swallow the LIMIT nor leave a ';' that makes it a second statement."""
+    gateway, conn = env
+    sql = "SELECT id, name FROM pg.public.accounts WHERE id <= 50 ORDER BY id" + tail
+    _, plan = gateway.plan(sql, 7)
+    assert plan is not None and plan.route == "postgres"
+    result = gateway.query(sql, max_rows=7)
+    want = pg_rows(conn, "SELECT id, name FROM public.accounts WHERE id <= 50 ORDER BY id")
+    assert result.truncated and rows_of(result.table) == want[:7], f"{tail!r}: {plan.body!r}"
