@@ -121,9 +121,11 @@ class Catalog:
         *,
         refresh: bool = False,
         lake_listing: Mapping[tuple[str, str], object] | None = None,
+        force: bool = False,
     ) -> dict[tuple[str, str], str]:
         """(schema, table) -> kind of every table of ``source`` (lake: state/changelog/plain is not known here,
-        the value is ``"iceberg"``; PostgreSQL: relkind)."""
+        the value is ``"iceberg"``; PostgreSQL: relkind). ``refresh`` re-reads a list older than 0.2 s (the
+        plan cache asks on every query whose resolution missed a name in a source), ``force`` re-reads it."""
         if source == self.lake_name:
             listing = lake_listing if lake_listing is not None else self.lake.listing()
             return {key: "iceberg" for key in listing}
@@ -131,7 +133,7 @@ class Catalog:
             cached = self._pg_cache.get(source)
         if cached is not None and not refresh and time.monotonic() - cached[0] < self.ttl:
             return cached[1]
-        if cached is not None and refresh and time.monotonic() - cached[0] < 0.2:
+        if cached is not None and refresh and not force and time.monotonic() - cached[0] < 0.2:
             return cached[1]
         try:
             with deadline.shielded():  # I/O: never interrupted half-way by a request's time limit
@@ -168,15 +170,13 @@ class Catalog:
         written = ".".join(p.sql(dialect="postgres") for p in idents)
         if len(idents) > 3:
             raise NotFound(f"{written}: a table name has at most three parts (source.schema.table)")
-        if len(idents) == 3:
-            source = self._source(idents[0], written)
-            found = self._find(source, idents[1], idents[2], lake_listing, consulted)
-            if found:
-                return protect(found)
-        else:
-            schema = idents[0] if len(idents) == 2 else exp.to_identifier(DEFAULT_SCHEMA)
-            for source in self.search_path:
-                found = self._find(source, schema, idents[-1], lake_listing, consulted)
+        sources = [self._source(idents[0], written)] if len(idents) == 3 else self.search_path
+        schema = idents[-2] if len(idents) >= 2 else exp.to_identifier(DEFAULT_SCHEMA)
+        # a name not found is looked up once more in table lists read now (not the throttled re-read), so that
+        # a table or schema created a moment ago is found by the very next query
+        for force in (False, True):
+            for source in sources:
+                found = self._find(source, schema, idents[-1], lake_listing, consulted, force=force)
                 if found:
                     return protect(found)
         raise NotFound(f"table {written} does not exist{self._suggest(idents, lake_listing)}")
@@ -198,6 +198,7 @@ class Catalog:
         name: exp.Identifier,
         lake_listing: Mapping[tuple[str, str], object],
         consulted: dict[str, bool] | None = None,
+        force: bool = False,
     ) -> TableRef | None:
         key = (_fold(schema), _fold(name))
         kind = LAKE if source == self.lake_name else POSTGRES
@@ -209,7 +210,7 @@ class Catalog:
             return None
         if consulted is not None:
             consulted[source] = True
-        if key in self.tables(source, refresh=True):
+        if key in self.tables(source, refresh=True, force=force):
             return TableRef(source, kind, *key)
         return None
 

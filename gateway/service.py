@@ -298,6 +298,8 @@ class Gateway:
         needed = {t.split(".")[0] for t in plan.tables} & set(self.postgres)
         missing = needed & set(self.duckdb.unavailable)
         if not missing:
+            if needed:  # a schema created in PostgreSQL since DuckDB listed them is found by this query
+                self.duckdb.see_postgres_catalogs(tuple(self.catalog.version(s) for s in sorted(self.postgres)))
             return False
         for name in sorted(missing):  # attached only once its role is known to be a plain reader
             engine = self.postgres[name]

@@ -44,3 +44,30 @@ def test_corpus_answers_as_postgresql(setup: tuple[psycopg.Connection, httpx.Cli
     assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(
         tally.differing
     )
+
+
+def test_a_schema_created_after_start_is_queryable_at_once(
+    setup: tuple[psycopg.Connection, httpx.Client],
+) -> None:
+    """Issue 10.6: a schema (and a table in it) created in PostgreSQL while the gateway runs is seen by the next
+    query on both routes, federated with the lake included, without a restart."""
+    conn, client = setup
+    for query in ("SELECT count(*) FROM lake.public.grp", "SELECT count(*) FROM pg.public.grp"):
+        assert client.post("/v1/query", json={"sql": query}).status_code == 200  # both engines warmed up
+    conn.execute("CREATE SCHEMA late; CREATE TABLE late.tags (g int PRIMARY KEY, tag char(4))")
+    conn.execute("INSERT INTO late.tags SELECT g, 't' || g FROM generate_series(0, 9) g")
+    join = "SELECT g.id, t.tag FROM {grp} g JOIN {tags} t ON t.g = g.id ORDER BY g.id"
+    want = conn.execute(join.format(grp="public.grp", tags="late.tags")).fetchall()
+    assert want, "the join must return rows to be a check"
+    for grp in ("lake.public.grp", "pg.public.grp"):
+        response = client.post("/v1/query", json={"sql": join.format(grp=grp, tags="pg.late.tags")})
+        assert response.status_code == 200, response.text
+        got = [(r["id"], r["tag"].rstrip()) for r in response.json()["rows"]]  # char(4)
+        assert got == [(i, tag.rstrip()) for i, tag in want], grp
+    conn.execute("CREATE TABLE late.more (g int); INSERT INTO late.more VALUES (1), (2)")
+    response = client.post(
+        "/v1/query", json={"sql": "SELECT sum(m.g) AS s FROM pg.late.more m JOIN lake.public.one o ON true"}
+    )
+    assert response.status_code == 200, response.text
+    want_sum = conn.execute("SELECT sum(m.g) FROM late.more m JOIN public.one o ON true").fetchone()
+    assert want_sum is not None and response.json()["rows"] == [{"s": want_sum[0]}]

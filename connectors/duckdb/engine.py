@@ -125,6 +125,7 @@ class DuckDBEngine:
         self._db: duckdb.DuckDBPyConnection | None = None
         self._functions: frozenset[str] | None = None
         self.generation = 0  #: incremented by every database built (state kept in an old one is gone)
+        self._pg_seen: tuple[int, Any] = (0, None)  #: (generation, catalog versions) at the last cache clear
 
     def open(self) -> None:
         with self._lock:
@@ -239,6 +240,17 @@ class DuckDBEngine:
                 pass
         finally:
             result.close()
+
+    def see_postgres_catalogs(self, versions: Any) -> None:
+        """Make DuckDB read the PostgreSQL sources' schemas and tables afresh when ``versions`` (the gateway's
+        token for their table lists) changed since the last call: the postgres extension caches the list of
+        schemas at first use, so that a schema created later would stay unknown (``pg_staleness_query_enabled``
+        covers tables in known schemas only)."""
+        seen = (self.generation, versions)
+        if seen == self._pg_seen:
+            return
+        self.execute("CALL pg_clear_cache()")
+        self._pg_seen = seen
 
     def table_memory(self) -> int:
         """Bytes held by in-memory tables (DuckDB's ``IN_MEMORY_TABLE`` tag, spilled blocks included)."""
