@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
@@ -281,7 +282,8 @@ def _numeric_literal(node: exp.Expr, text: str) -> exp.Expr:
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
-        raise refusal(node, f"the numeric literal {text!r}") from None  # PostgreSQL refuses it: so do we
+        # PostgreSQL refuses it: so do we, in its words
+        raise QueryFailed(f'invalid input syntax for type numeric: "{text}"', sqlstate="22P02") from None
     if not value.is_finite():
         raise refusal(node, f"the numeric {text.strip()} (DuckDB's decimal has no NaN or infinity)")
     exponent = int(value.as_tuple().exponent)

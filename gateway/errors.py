@@ -25,6 +25,8 @@ from typing import Any
 class GatewayError(Exception):
     status = 500
     code = "internal"
+    #: the SQLSTATE PostgreSQL reports for the same failure, where the error class implies one
+    default_sqlstate: str | None = None
 
     def __init__(
         self,
@@ -39,7 +41,8 @@ class GatewayError(Exception):
         self.message = message
         self.line = line
         self.column = column
-        self.sqlstate = sqlstate  #: the engine's SQLSTATE (PostgreSQL's error code), when it gave one
+        #: PostgreSQL's error code: the engine's, or the one the error class implies
+        self.sqlstate = sqlstate or self.default_sqlstate
         if code is not None:
             self.code = code
 
@@ -64,10 +67,12 @@ class BadRequest(GatewayError):
 
 class SqlSyntaxError(BadRequest):
     code = "syntax_error"
+    default_sqlstate = "42601"
 
 
 class UnsupportedQuery(BadRequest):
     code = "unsupported"
+    default_sqlstate = "0A000"
 
 
 class QueryFailed(BadRequest):
@@ -82,16 +87,19 @@ class Unauthorized(GatewayError):
 class Forbidden(GatewayError):
     status = 403
     code = "forbidden"
+    default_sqlstate = "42501"
 
 
 class NotFound(GatewayError):
     status = 404
     code = "not_found"
+    default_sqlstate = "42P01"
 
 
 class QueryTimeout(GatewayError):
     status = 408
     code = "timeout"
+    default_sqlstate = "57014"
 
 
 class TooLarge(GatewayError):

@@ -223,7 +223,7 @@ def engine_error(exc: QueryError) -> GatewayError:
         error = Unavailable(message)
     else:
         error = GatewayError(message)
-    error.sqlstate = exc.sqlstate or None
+    error.sqlstate = exc.sqlstate or error.sqlstate
     return error
 
 

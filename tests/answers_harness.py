@@ -5,8 +5,8 @@ Corpus files (``tests/answers/*.sql``) hold one query per line (``--`` starts a 
 for a table of the data set and becomes ``public.name``, ``pg.public.name`` or ``lake.public.name``. A query with
 ORDER BY at its top level is compared in order, any other as a multiset.
 
-Outcomes per route: ``identical`` (same rows and same PostgreSQL type names, or PostgreSQL refused the query and
-so did the gateway, with a 400), ``refused`` (PostgreSQL answered, the gateway answered 400 naming what it cannot
+Outcomes per route: ``identical`` (same rows and same PostgreSQL type names, or PostgreSQL raised an error and
+the gateway answered 400 with the same SQLSTATE), ``refused`` (PostgreSQL answered, the gateway answered 400 naming what it cannot
 translate exactly: allowed on the lake route only), ``differing`` (anything else: the suite fails).
 """
 
@@ -309,9 +309,16 @@ def _sort_key(row: Any) -> str:
 def compare(want: Answer, got: Answer, in_order: bool, may_refuse: bool) -> tuple[str, str]:
     """(outcome, why) of the gateway's answer ``got`` against PostgreSQL's ``want``."""
     if want.error is not None:
-        if got.error is not None and got.status == 400:
+        if got.error is None or got.status != 400:
+            return DIFFERING, f"PostgreSQL refused ({want.error}) but the gateway answered {got.status or 200}"
+        if got.sqlstate == want.sqlstate:
             return IDENTICAL, ""
-        return DIFFERING, f"PostgreSQL refused ({want.error}) but the gateway answered"
+        if may_refuse and got.sqlstate in ("", "0A000"):  # no code, or feature_not_supported: a refusal
+            return REFUSED, got.error
+        return DIFFERING, (
+            f"PostgreSQL raised SQLSTATE {want.sqlstate} ({want.error}), the gateway "
+            f"{got.sqlstate or 'no SQLSTATE'} ({got.error})"
+        )
     if got.error is not None:
         if may_refuse and got.status == 400:
             return REFUSED, got.error

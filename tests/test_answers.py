@@ -71,3 +71,31 @@ def test_a_schema_created_after_start_is_queryable_at_once(
     assert response.status_code == 200, response.text
     want_sum = conn.execute("SELECT sum(m.g) FROM late.more m JOIN public.one o ON true").fetchone()
     assert want_sum is not None and response.json()["rows"] == [{"s": want_sum[0]}]
+
+
+ERRORS = {
+    "SELECT 7 / (id - id) FROM {one}": "22012",
+    "SELECT '1.5'::int FROM {one}": "22P02",
+    "SELECT 2147483647 + id FROM {one}": "22003",
+    "SELECT 'x'::uuid FROM {one}": "22P02",
+    "SELECT 123.456::numeric(4,2) FROM {one}": "22003",
+    "SELECT '2024-13-01'::date FROM {one}": "22008",
+}
+
+
+@pytest.mark.parametrize("sql", sorted(ERRORS))
+def test_errors_carry_postgresql_code_and_words_on_both_routes(
+    setup: tuple[psycopg.Connection, httpx.Client], sql: str
+) -> None:
+    """Issue 10.5: what PostgreSQL raises, both routes answer with a 400 whose error object holds PostgreSQL's
+    SQLSTATE and whose message holds PostgreSQL's own words."""
+    conn, client = setup
+    with pytest.raises(psycopg.Error) as raised:
+        conn.execute(sql.format(one="public.one"))
+    sqlstate, words = raised.value.sqlstate, raised.value.diag.message_primary
+    assert sqlstate == ERRORS[sql] and words
+    for schema in ("pg.public", "lake.public"):
+        response = client.post("/v1/query", json={"sql": sql.format(one=f"{schema}.one")})
+        error = response.json()["error"]
+        assert response.status_code == 400 and error["sqlstate"] == sqlstate, (schema, error)
+        assert words in error["message"], (schema, error["message"])

@@ -45,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from lakegate.connectors.duckdb import pgmacros
+from lakegate.connectors.duckdb import pgerrors, pgmacros
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -400,4 +400,8 @@ def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:
         kind = RESOURCES
     elif kind == UNDEFINED and "does not exist" not in message and "not found" not in message:
         kind = INVALID  # binder errors that are about types and arguments, not unknown names
+    if kind in (INVALID, INTERNAL):
+        postgres = pgerrors.postgres_error(message)
+        if postgres is not None:  # an error PostgreSQL raises too: its code and its words
+            return QueryError(postgres[1], INVALID, engine="duckdb", sqlstate=postgres[0])
     return QueryError(message, kind, engine="duckdb")

@@ -1,0 +1,128 @@
+"""DuckDB's run-time errors as PostgreSQL reports the same failure: its SQLSTATE and its message form.
+
+The lake route computes what PostgreSQL would (see :mod:`lakegate.gateway.dialect`), so where PostgreSQL raises
+an error (division by zero, a cast it rejects, integer overflow, an invalid regular expression...) DuckDB raises
+one too, but in its own words. A client that handles PostgreSQL's errors by SQLSTATE (``22012``, ``22P02``,
+``22003``...) must see the same code on both routes. This table is written by hand: no library maps DuckDB's
+messages (they are not coded) to PostgreSQL's error codes. A message it does not know keeps no SQLSTATE.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+#: DuckDB's type names -> PostgreSQL's, for the messages
+_TYPES = {
+    "INT16": "smallint",
+    "SMALLINT": "smallint",
+    "INT32": "integer",
+    "INTEGER": "integer",
+    "INT64": "bigint",
+    "BIGINT": "bigint",
+    "DOUBLE": "double precision",
+    "FLOAT": "real",
+    "BOOL": "boolean",
+    "BOOLEAN": "boolean",
+    "INT128": "uuid",  # DuckDB parses a uuid as a 128-bit integer and names that in its message
+    "UUID": "uuid",
+    "INTERVAL": "interval",
+    "DATE": "date",
+    "TIME": "time",
+    "TIMESTAMP": "timestamp",
+}
+_MIN_INTS = {"-32768": "smallint", "-2147483648": "integer", "-9223372036854775808": "bigint"}
+_DATETIME = ("date", "time", "timestamp", "interval", "timestamp with time zone", "time with time zone")
+#: RE2's complaints about a pattern (re2.h's error codes, as DuckDB passes them on)
+_REGEX = (
+    "missing )",
+    "missing ]",
+    "unexpected )",
+    "bad escape",
+    "bad repetition",
+    "bad character class",
+    "invalid character class",
+    "trailing \\",
+    "no argument for repetition",
+    "invalid named capture",
+    "invalid perl operator",
+    "invalid repetition size",
+    "invalid UTF-8",
+    "bad named capture",
+)
+
+
+def _pg_type(name: str) -> str:
+    base = re.sub(r"\(.*", "", name.strip().upper())
+    return "numeric" if base == "DECIMAL" else _TYPES.get(base, name.lower())
+
+
+def _invalid_input(kind: str, value: str) -> tuple[str, str]:
+    if kind not in _DATETIME:
+        return "22P02", f'invalid input syntax for type {kind}: "{value}"'
+    # DuckDB reads fewer forms than PostgreSQL does ('1 day +2 hours', 'Jan 5 2024', ...): say which it reads
+    return "22007", (
+        f'invalid input syntax for type {kind}: "{value}" (the lake route reads ISO 8601 forms: '
+        "2024-01-31, 2024-01-31 13:45:00.5+02:00, '1 day 02:00:00' or '1 year 2 months 3 days'; "
+        "rewrite the value so, or query a PostgreSQL source)"
+    )
+
+
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str] | None]]
+
+_RULES: list[Rule] = [
+    (re.compile(r"division by zero"), lambda m: ("22012", "division by zero")),
+    (re.compile(r"value out of range: (overflow|underflow)"), lambda m: ("22003", m.group(0))),
+    (
+        re.compile(r'invalid input syntax for type ([\w ]+): "(.*)"', re.DOTALL),
+        lambda m: _invalid_input(m.group(1), m.group(2)),
+    ),
+    (re.compile(r"negative substring length not allowed"), lambda m: ("22011", m.group(0))),
+    (
+        re.compile(r"Overflow in (?:addition|subtraction|multiplication) of (INT16|INT32|INT64) "),
+        lambda m: ("22003", f"{_pg_type(m.group(1))} out of range"),
+    ),
+    (re.compile(r"Overflow in negation of numeric value"), lambda m: ("22003", "integer out of range")),
+    (
+        re.compile(r"Overflow on abs\((-\d+)\)"),
+        lambda m: ("22003", f"{_MIN_INTS.get(m.group(1), 'integer')} out of range"),
+    ),
+    (
+        re.compile(
+            r"Type \w+ with value .* can't be cast because the value is out of range for the "
+            r"destination type (INT16|INT32|INT64)"
+        ),
+        lambda m: ("22003", f"{_pg_type(m.group(1))} out of range"),
+    ),
+    (
+        re.compile(r'Casting value ".*" to type DECIMAL\(\d+,\s*\d+\) failed: value is out of range'),
+        lambda m: ("22003", "numeric field overflow"),
+    ),
+    (
+        re.compile(r"Could not convert string ['\"](.*)['\"] to ([A-Z0-9_]+(?:\(\d+,\s*\d+\))?)$", re.DOTALL),
+        lambda m: _invalid_input(_pg_type(m.group(2)), m.group(1)),
+    ),
+    (
+        re.compile(r'(?:date|timestamp) field value out of range: "(.*?)"'),
+        lambda m: ("22008", f'date/time field value out of range: "{m.group(1)}"'),
+    ),
+    (
+        re.compile(r'invalid (date|timestamp) field format: "(.*?)"'),
+        lambda m: _invalid_input(m.group(1), m.group(2)),
+    ),
+    (re.compile(r"cannot take logarithm of (zero|a negative number)"), lambda m: ("2201E", m.group(0))),
+    (re.compile(r"cannot take square root of a negative number"), lambda m: ("2201F", m.group(0))),
+]
+
+
+def postgres_error(message: str) -> tuple[str, str] | None:
+    """(SQLSTATE, message as PostgreSQL words it) for DuckDB's error ``message``, or None when it is not one
+    PostgreSQL raises for the same query."""
+    text = re.sub(r"^[\w ]*Error: ", "", message, count=1).strip()
+    for pattern, make in _RULES:
+        match = pattern.search(text)
+        if match:
+            return make(match)
+    if text.startswith(_REGEX):
+        return "2201B", f"invalid regular expression: {text}"
+    return None
