@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lakegate.connectors.config import SettingsError, setting
+from lakegate.gateway import zones
 
 
 @dataclass
@@ -27,6 +28,11 @@ class GatewaySettings:
         "Extra SQL functions the guard allows (names, lower case); functions of the database's own schemas "
         "schema-qualified (public.my_func) and called so.",
         list,
+    )
+    time_zone: str = setting(
+        "Session time zone of a query that names none (IANA name): how timestamptz values display and what "
+        "::date, date_trunc, extract and timestamp literals mean; a request's \"time_zone\" overrides it.",
+        "UTC",
     )
     duckdb_threads: int = setting("DuckDB worker threads (0 = one per core).", 0)
     duckdb_memory_limit: str = setting(
@@ -63,5 +69,9 @@ class GatewaySettings:
                     "non-empty string without leading or trailing blanks (an empty entry would never be a "
                     "secret)"
                 )
+        zone = zones.canonical(self.time_zone)
+        if zone is None:
+            raise SettingsError(f"gateway.time_zone: {zones.problem(self.time_zone)}")
+        self.time_zone = zone
         if self.read_timeout <= 0 or self.max_connections <= 0:
             raise SettingsError("gateway.read_timeout and gateway.max_connections must be positive")

@@ -12,7 +12,8 @@ PostgreSQL type) or raises :class:`UnsupportedQuery`. The rules live by subject:
 * :mod:`~lakegate.gateway.dialect_text`: ``char(n)``, ``LIKE``/``ILIKE`` (escapes, ``ANY``/``ALL``), casts to
   text types and booleans, functions whose DuckDB result type differs;
 * :mod:`~lakegate.gateway.dialect_values`: arrays, ``= ANY``/``= ALL`` with NULLs, ``extract``/``date_part``/
-  ``date_trunc``, json.
+  ``date_trunc``, json;
+* :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave).
 
 DuckDB macros and functions the rules call are created by :mod:`lakegate.connectors.duckdb.pgmacros`. Each rule
 is covered by the differential corpus (``tests/answers``), which runs every query on PostgreSQL and both routes.
@@ -65,9 +66,9 @@ def cast(node: exp.Expr, to: str) -> exp.Cast:
 
 
 def rules() -> list[Rule]:
-    from lakegate.gateway import dialect_numbers, dialect_text, dialect_values
+    from lakegate.gateway import dialect_numbers, dialect_text, dialect_values, dialect_zones
 
-    return [*dialect_numbers.RULES, *dialect_text.RULES, *dialect_values.RULES]
+    return [*dialect_zones.RULES, *dialect_numbers.RULES, *dialect_text.RULES, *dialect_values.RULES]
 
 
 def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:

@@ -9,7 +9,8 @@
 * ``extract`` is ``numeric`` (seconds and epoch keep their microseconds), ``date_part`` ``float8``; of an
   infinite date or timestamp PostgreSQL's fields are NULL, or +/-Infinity for year, epoch and the like (a float
   in ``date_part``; ``extract``'s numeric Infinity has no DuckDB decimal: an error); ``date_trunc`` of a date is a
-  ``timestamptz`` and of an infinity is that infinity.
+  ``timestamptz`` and of an infinity is that infinity; fields and truncation of a ``timestamptz`` are those of
+  its local time in the session's zone (:mod:`lakegate.gateway.dialect_zones`).
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def _extract(node: exp.Expr, types: Typer) -> exp.Expr | None:
         and not node.args.get("_date_part")
     ):
         raise refusal(node, f"extract({unit.lower()} from a date) (PostgreSQL refuses it)")
+    if source is not None and source.is_("timestamptz") and types.zone != "UTC" and unit != "EPOCH":
+        value = call("timezone", exp.Literal.string(types.zone), value)  # the fields of the local time
     plain = exp.Extract(this=node.this, expression=value)
     if unit in _EXACT:
         exact: exp.Expr = call(_EXACT[unit], value)
@@ -135,10 +138,19 @@ def _date_trunc(node: exp.Expr, types: Typer) -> exp.Expr | None:
     source = types.of(value)
     if source is None or not source.is_("date", "timestamp", "timestamptz"):
         return None
+    unit = node.args.get("unit")
+    name = exp.Literal.string(unit.name if unit is not None else "day")
+    zone = types.zone
+    if zone != "UTC" and source.is_("date", "timestamptz"):  # truncated in local time, back to an instant
+        local = (
+            cast(value, "TIMESTAMP")
+            if source.is_("date")
+            else call("timezone", exp.Literal.string(zone), value)
+        )
+        return call("timezone", exp.Literal.string(zone), call("pg_date_trunc", name, local))
     if source.is_("date"):
         value = cast(value, "TIMESTAMPTZ")
-    unit = node.args.get("unit")
-    return call("pg_date_trunc", exp.Literal.string(unit.name if unit is not None else "day"), value)
+    return call("pg_date_trunc", name, value)
 
 
 RULES: list[Rule] = [_array_concat, _array_functions, _quantified, _extract, _date_trunc]

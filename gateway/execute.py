@@ -50,6 +50,7 @@ class Limits:
     max_rows: int
     timeout: float  #: seconds
     max_bytes: int
+    time_zone: str = "UTC"  #: the session time zone (a checked IANA name, see lakegate.gateway.zones)
 
 
 class Watchdog:
@@ -119,6 +120,7 @@ class Execution:
         self.bytes = 0
         self.reason: str | None = None
         self.schema = pa.schema([])
+        self._cast = False  #: the stream's columns take the schema's types (timestamptz in the session's zone)
         self._watchdog = watchdog
         self._handle = watchdog.watch(self.deadline, lambda: self.cancel(TIMEOUT))
         self._closed = False
@@ -137,7 +139,8 @@ class Execution:
         except QueryError as exc:
             self.close()
             raise self.translate(exc) from exc
-        self.schema = unique_names(self.stream.schema)
+        self.schema = in_zone(unique_names(self.stream.schema), self.limits.time_zone)
+        self._cast = any(a.type != b.type for a, b in zip(self.schema, self.stream.schema, strict=True))
         nanos = [f.name for f in self.schema if _has_nanoseconds(f.type)]
         if nanos:
             self.close()
@@ -169,7 +172,10 @@ class Execution:
                     )
                 self.rows += batch.num_rows
                 if batch.num_rows:
-                    yield pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+                    columns = batch.columns
+                    if self._cast:
+                        columns = [c.cast(f.type) for c, f in zip(columns, self.schema, strict=True)]
+                    yield pa.RecordBatch.from_arrays(columns, schema=self.schema)
                 if self.truncated:
                     return
         except QueryError as exc:
@@ -231,6 +237,24 @@ def _has_nanoseconds(kind: pa.DataType) -> bool:
     if pa.types.is_timestamp(kind) or pa.types.is_time64(kind) or pa.types.is_duration(kind):
         return bool(kind.unit == "ns") and not pa.types.is_duration(kind)
     return any(_has_nanoseconds(kind.field(i).type) for i in range(kind.num_fields))
+
+
+def in_zone(schema: pa.Schema, zone: str) -> pa.Schema:
+    """``schema`` with its timestamptz values (nested ones too) shown in time zone ``zone``: the instants are the
+    same, the encoders print local times with their offsets (as PostgreSQL prints them in its session zone)."""
+    if zone == "UTC":
+        return schema
+    return pa.schema([f.with_type(_zoned(f.type, zone)) for f in schema], metadata=schema.metadata)
+
+
+def _zoned(kind: pa.DataType, zone: str) -> pa.DataType:
+    if pa.types.is_timestamp(kind) and kind.tz is not None:
+        return pa.timestamp(kind.unit, tz=zone)
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_zoned(kind.value_type, zone)))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_zoned(kind.value_type, zone)))
+    return kind
 
 
 def unique_names(schema: pa.Schema) -> pa.Schema:

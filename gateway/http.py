@@ -50,11 +50,17 @@ class QueryRequest(BaseModel):
     )
     max_rows: int | None = Field(default=None, description="Row cap (at most the server's max_rows).")
     timeout_ms: float | None = Field(default=None, description="Time limit (at most the server's timeout).")
+    time_zone: str | None = Field(
+        default=None,
+        description="Session time zone (IANA name, e.g. 'Europe/Paris'; default [gateway] time_zone): how "
+        "timestamptz values display and what ::date, date_trunc, extract and timestamp literals mean.",
+    )
 
 
 class ExplainRequest(BaseModel):
     sql: str
     timeout_ms: float | None = Field(default=None, description="Time limit (at most the server's timeout).")
+    time_zone: str | None = Field(default=None, description="Session time zone (as for /v1/query).")
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -123,7 +129,7 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
         _check_text(body.sql)
         fmt = _format(body, request)
         admission: Admission = request.app.state.admission
-        limits = gateway.limits(body.max_rows, body.timeout_ms)
+        limits = gateway.limits(body.max_rows, body.timeout_ms, body.time_zone)
         await admission.acquire(limits.timeout)
         try:
             return await run_query(request, gateway, runner, admission, body, fmt)
@@ -144,7 +150,7 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     async def explain(body: ExplainRequest, request: Request) -> dict[str, Any]:
         _check_text(body.sql)
         timeout = gateway.limits(None, body.timeout_ms).timeout
-        return await admitted(request, timeout, gateway.explain, body.sql, body.timeout_ms)
+        return await admitted(request, timeout, gateway.explain, body.sql, body.timeout_ms, body.time_zone)
 
     @app.get("/v1/schema", tags=["catalog"])
     async def schema(request: Request) -> dict[str, Any]:

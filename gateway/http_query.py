@@ -143,11 +143,11 @@ class First:
     body: bytes | None = None  #: the whole response, for a small complete result
 
 
-def begin(
-    gateway: Gateway, job: Job, sql: str, max_rows: int | None, timeout_ms: float | None, fmt: str
-) -> First:
+def begin(gateway: Gateway, job: Job, body: Any, fmt: str) -> First:
     """In a worker thread: prepare, start, read up to PREFETCH_BYTES; encode the result if that was all of it."""
-    execution = gateway.prepare(sql, max_rows=max_rows, timeout_ms=timeout_ms)
+    execution = gateway.prepare(
+        body.sql, max_rows=body.max_rows, timeout_ms=body.timeout_ms, time_zone=body.time_zone
+    )
     job.attach(execution)
     try:
         execution.start()
@@ -185,9 +185,7 @@ async def run_query(
     """Answer one admitted query (the caller releases ``admission`` if this raises)."""
     job = Job()
     try:
-        first = await runner.watched(
-            request, job, begin, gateway, job, body.sql, body.max_rows, body.timeout_ms, fmt
-        )
+        first = await runner.watched(request, job, begin, gateway, job, body, fmt)
     except BaseException as exc:
         if job.execution is not None:
             observe(gateway, job.execution, exc)

@@ -73,9 +73,10 @@ _SAME_AS_ARG = (exp.Paren, exp.Neg, exp.Abs, exp.Ordered, exp.Order, exp.Bitwise
 class Typer:
     """Types of the expressions of one statement; ``of(node)`` is memoised."""
 
-    def __init__(self, ast: exp.Expr, table_columns: TableColumns) -> None:
+    def __init__(self, ast: exp.Expr, table_columns: TableColumns, zone: str = "UTC") -> None:
         self.ast = ast
         self.table_columns = table_columns
+        self.zone = zone  #: the session time zone, which the rewrites of timestamptz computations follow
         self._memo: dict[int, PgType | None] = {}
         self._busy: set[int] = set()
         self._ctes: dict[int, dict[str, exp.CTE]] = {}

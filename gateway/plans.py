@@ -44,8 +44,8 @@ def _weight(sql: str, routed: Routed) -> int:
 
 
 class PlanCache:
-    """An LRU map ``(sql, max_rows) -> routing``, valid under one fingerprint of the catalog, bounded in entries
-    and in bytes (``max_bytes``)."""
+    """An LRU map ``(sql, max_rows, time zone) -> routing``, valid under one fingerprint of the catalog, bounded
+    in entries and in bytes (``max_bytes``)."""
 
     def __init__(self, size: int = 512, max_bytes: int = 32 * 2**20) -> None:
         self.size = size
@@ -53,14 +53,16 @@ class PlanCache:
         self.bytes = 0
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[tuple[str, int | None], Cached] = OrderedDict()
-        self._weights: dict[tuple[str, int | None], int] = {}
+        self._entries: OrderedDict[tuple[str, int | None, str], Cached] = OrderedDict()
+        self._weights: dict[tuple[str, int | None, str], int] = {}
         self._lock = threading.Lock()
 
-    def get(self, sql: str, max_rows: int | None, fingerprint: Callable[[Routed], Any]) -> Cached | None:
-        """The routing kept for ``sql``, if ``fingerprint(routing)`` (the catalog now) is the one it was kept
-        under. ``fingerprint`` is only called when there is an entry."""
-        key = (sql, max_rows)
+    def get(
+        self, sql: str, max_rows: int | None, fingerprint: Callable[[Routed], Any], zone: str = "UTC"
+    ) -> Cached | None:
+        """The routing kept for ``sql`` (in time zone ``zone``), if ``fingerprint(routing)`` (the catalog now) is
+        the one it was kept under. ``fingerprint`` is only called when there is an entry."""
+        key = (sql, max_rows, zone)
         with self._lock:
             found = self._entries.get(key)
         if found is not None and found.fingerprint != fingerprint(found.routed):
@@ -75,12 +77,18 @@ class PlanCache:
             return found
 
     def put(
-        self, sql: str, max_rows: int | None, fingerprint: Any, statement: Statement, routed: Routed
+        self,
+        sql: str,
+        max_rows: int | None,
+        fingerprint: Any,
+        statement: Statement,
+        routed: Routed,
+        zone: str = "UTC",
     ) -> None:
         weight = _weight(sql, routed)
         if self.size <= 0 or len(sql) > MAX_SQL or not routed.literal_travel or weight > self.max_bytes:
             return
-        key = (sql, max_rows)
+        key = (sql, max_rows, zone)
         kept = dataclasses.replace(statement, ast=None)  # the AST (~100 bytes per character of SQL) is done with
         with self._lock:
             self.bytes += weight - self._weights.get(key, 0)

@@ -134,8 +134,10 @@ class Router:
         max_rows: int | None,
         listing: dict[tuple[str, str], str | None],
         text: str | None = None,
+        zone: str = "UTC",
     ) -> Routed:
-        """``text``: the statement's own SQL, which the PostgreSQL route sends where it can."""
+        """``text``: the statement's own SQL, which the PostgreSQL route sends where it can; ``zone``: the
+        session time zone (the PostgreSQL route sets it on its transaction, the DuckDB route computes with it)."""
         ast = ast.copy()
         if isinstance(ast, exp.Subquery) and not ast.args.get("alias"):
             ast = cast(exp.Expression, ast.unnest())
@@ -149,7 +151,7 @@ class Router:
             routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
             _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
-            typer = Typer(ast, self._table_columns(resolved, listing))
+            typer = Typer(ast, self._table_columns(resolved, listing), zone)
             typer.all()
             projections = typer.projections(ast)
             postgres_semantics(ast, typer)

@@ -29,6 +29,7 @@ from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import QueryCancelled, QueryError
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
+from lakegate.gateway import zones
 from lakegate.gateway.cache import LakeCache, Lease
 from lakegate.gateway.catalog import POSTGRES, Catalog
 from lakegate.gateway.config import GatewaySettings
@@ -161,16 +162,21 @@ class Gateway:
 
     # -------------------------------------------------------------------------------------------- queries
 
-    def limits(self, max_rows: int | None = None, timeout_ms: float | None = None) -> Limits:
-        """The request's limits, never above the server's."""
+    def limits(
+        self, max_rows: int | None = None, timeout_ms: float | None = None, time_zone: str | None = None
+    ) -> Limits:
+        """The request's limits, never above the server's, and its time zone (default ``[gateway] time_zone``)."""
         cfg = self.config
+        zone = cfg.time_zone if time_zone is None else zones.canonical(time_zone)
+        if zone is None:
+            raise BadRequest(zones.problem(str(time_zone)))
         if max_rows is not None and max_rows < 0:
             raise BadRequest(f"max_rows must be 0 or more, got {max_rows}")
         if timeout_ms is not None and not (math.isfinite(timeout_ms) and timeout_ms > 0):
             raise BadRequest(f"timeout_ms must be a positive number of milliseconds, got {timeout_ms}")
         rows = cfg.max_rows if max_rows is None else min(max_rows, cfg.max_rows)
         timeout = cfg.timeout if timeout_ms is None else min(timeout_ms / 1000, cfg.timeout)
-        return Limits(max_rows=rows, timeout=timeout, max_bytes=cfg.max_result_bytes)
+        return Limits(max_rows=rows, timeout=timeout, max_bytes=cfg.max_result_bytes, time_zone=zone)
 
     def plan(
         self,
@@ -178,12 +184,13 @@ class Gateway:
         max_rows: int | None = None,
         leases: list[Lease] | None = None,
         deadline: float | None = None,
+        zone: str = zones.UTC,
     ) -> tuple[parse_mod.Statement, Plan | None]:
         """Parse, guard and route ``sql`` (no engine runs). The plan is None for SHOW and DESCRIBE. With
         ``leases``, lake tables may be read from the lake cache, and the cache tables used are pinned there.
         Parsing, guarding and routing stop with a 408 once ``deadline`` (monotonic) passes."""
         try:
-            return self._plan(sql, max_rows, leases, deadline)
+            return self._plan(sql, max_rows, leases, deadline, zone)
         except deadline_mod.Interrupted:
             raise QueryTimeout(
                 "the query's time limit passed while it was parsed and planned (the statement is very large "
@@ -191,7 +198,7 @@ class Gateway:
             ) from None
 
     def _plan(
-        self, sql: str, max_rows: int | None, leases: list[Lease] | None, deadline: float | None
+        self, sql: str, max_rows: int | None, leases: list[Lease] | None, deadline: float | None, zone: str
     ) -> tuple[parse_mod.Statement, Plan | None]:
         listing: dict[tuple[str, str], str | None] | None = None
 
@@ -200,7 +207,7 @@ class Gateway:
             listing = self._listing()
             return self._fingerprint(routed, listing)
 
-        cached = self.plans.get(sql, max_rows, fingerprint)
+        cached = self.plans.get(sql, max_rows, fingerprint, zone)
         if cached is not None:
             statement, routed = cached.statement, cached.routed
         else:
@@ -215,10 +222,10 @@ class Gateway:
             try:
                 with deadline_mod.interruptible(deadline, self.watchdog, preempt=preempt):
                     self.guard.check(statement.ast, statement.start)
-                    routed = self.router.route(statement.ast, max_rows, listing, text)
+                    routed = self.router.route(statement.ast, max_rows, listing, text, zone)
             except RecursionError:  # sqlglot copies and writes SQL recursively
                 raise parse_mod.too_deep() from None
-            self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed)
+            self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed, zone)
         assert listing is not None
         scan = pg_scan = None
         if leases is not None and self.cache.enabled:
@@ -267,16 +274,23 @@ class Gateway:
         pg = tuple(self.catalog.version(source, refresh=missed) for source, missed in routed.consulted)
         return frozenset(listing), pg
 
-    def prepare(self, sql: str, *, max_rows: int | None = None, timeout_ms: float | None = None) -> Execution:
-        """An execution of ``sql`` that is ready to ``start()``."""
-        limits = self.limits(max_rows, timeout_ms)
+    def prepare(
+        self,
+        sql: str,
+        *,
+        max_rows: int | None = None,
+        timeout_ms: float | None = None,
+        time_zone: str | None = None,
+    ) -> Execution:
+        """An execution of ``sql`` (in ``time_zone``, default ``[gateway] time_zone``) ready to ``start()``."""
+        limits = self.limits(max_rows, timeout_ms, time_zone)
         deadline = time.monotonic() + limits.timeout  # the whole request: planning, EXPLAIN, run, stream
         leases: list[Lease] = []
         try:
-            statement, plan = self.plan(sql, limits.max_rows, leases, deadline)
+            statement, plan = self.plan(sql, limits.max_rows, leases, deadline, limits.time_zone)
             if plan is not None and statement.kind != parse_mod.EXPLAIN and self._reattach(plan):
                 _release(leases)  # DuckDB was rebuilt: the cache tables named by the plan are gone
-                statement, plan = self.plan(sql, limits.max_rows, leases, deadline)
+                statement, plan = self.plan(sql, limits.max_rows, leases, deadline, limits.time_zone)
             if plan is None or statement.kind == parse_mod.EXPLAIN:
                 table = self._answer(statement, plan, deadline)
                 execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE, deadline)
@@ -321,7 +335,9 @@ class Gateway:
         if plan.route == POSTGRES_ROUTE:
             assert plan.source is not None
             timeout = deadline_mod.remaining(deadline, limits.timeout)
-            return self.postgres[plan.source].prepare(plan.sql, timeout=timeout, max_bytes=limits.max_bytes)
+            return self.postgres[plan.source].prepare(
+                plan.sql, timeout=timeout, max_bytes=limits.max_bytes, time_zone=limits.time_zone
+            )
         # batches small enough that one of 1 KiB rows fits the result cap: a result over the cap fails after
         # about the cap, not after a 65,536-row batch
         rows = max(2048, min(65536, limits.max_bytes // 1024))
@@ -341,9 +357,16 @@ class Gateway:
 
         execution.close = tracked_close  # type: ignore[method-assign]
 
-    def query(self, sql: str, *, max_rows: int | None = None, timeout_ms: float | None = None) -> Result:
+    def query(
+        self,
+        sql: str,
+        *,
+        max_rows: int | None = None,
+        timeout_ms: float | None = None,
+        time_zone: str | None = None,
+    ) -> Result:
         """Run ``sql`` and collect the whole (capped) result."""
-        execution = self.prepare(sql, max_rows=max_rows, timeout_ms=timeout_ms)
+        execution = self.prepare(sql, max_rows=max_rows, timeout_ms=timeout_ms, time_zone=time_zone)
         execution.start()
         batches = list(execution.batches())
         table = pa.Table.from_batches(batches, schema=execution.schema)
@@ -351,16 +374,19 @@ class Gateway:
 
     # ------------------------------------------------------------------------------- explain, schema, status
 
-    def explain(self, sql: str, timeout_ms: float | None = None) -> dict[str, Any]:
+    def explain(
+        self, sql: str, timeout_ms: float | None = None, time_zone: str | None = None
+    ) -> dict[str, Any]:
         leases: list[Lease] = []
-        deadline = time.monotonic() + self.limits(None, timeout_ms).timeout
+        limits = self.limits(None, timeout_ms, time_zone)
+        deadline = time.monotonic() + limits.timeout
         try:
-            return self._explain(sql, leases, deadline)
+            return self._explain(sql, leases, deadline, limits.time_zone)
         finally:
             _release(leases)
 
-    def _explain(self, sql: str, leases: list[Lease], deadline: float) -> dict[str, Any]:
-        statement, plan = self.plan(sql, self.config.max_rows, leases, deadline)
+    def _explain(self, sql: str, leases: list[Lease], deadline: float, zone: str) -> dict[str, Any]:
+        statement, plan = self.plan(sql, self.config.max_rows, leases, deadline, zone)
         if plan is None:
             return {
                 "route": GATEWAY_ROUTE,

@@ -79,7 +79,7 @@ def ordered(sql: str) -> bool:
 def canon(value: Any, pg_type: str = "") -> Any:
     """A value in a form that compares equal when PostgreSQL would call it equal: numbers as exact Decimals
     (numeric compared numerically, whatever its trailing zeros), floats exactly, char(n) without its padding,
-    timestamps with a zone in UTC, intervals as (months, days, microseconds)."""
+    timestamps with a zone as their instant and the offset they are shown with, intervals as (months, days, microseconds)."""
     if value is None or isinstance(value, bool):
         return value
     if pg_type in ("json", "jsonb"):  # decoded (psycopg decodes, from_gateway parses)
@@ -106,8 +106,8 @@ def canon(value: Any, pg_type: str = "") -> Any:
         return value.isoformat()
     if isinstance(value, str):
         return value.rstrip(" ") if pg_type == "bpchar" else value
-    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
-        return value.astimezone(datetime.UTC).replace(tzinfo=None)
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:  # the instant, and its offset shown
+        return ("timestamptz", value.astimezone(datetime.UTC).replace(tzinfo=None), value.utcoffset())
     if isinstance(value, datetime.timedelta):
         return ("interval", 0, value.days, value.seconds * 10**6 + value.microseconds)
     if isinstance(value, pa.MonthDayNano):
@@ -235,8 +235,8 @@ def from_postgres(conn: psycopg.Connection, sql: str, type_names: dict[int, str]
     return Answer([tuple(canon(v, t) for v, t in zip(r, types, strict=True)) for r in rows], types, names)
 
 
-def from_gateway(client: httpx.Client, sql: str) -> Answer:
-    response = client.post("/v1/query", json={"sql": sql, "format": "arrow"})
+def from_gateway(client: httpx.Client, sql: str, zone: str | None = None) -> Answer:
+    response = client.post("/v1/query", json={"sql": sql, "format": "arrow", "time_zone": zone})
     if response.status_code != 200:
         try:
             error = response.json()["error"]
@@ -370,15 +370,23 @@ class Tally:
 
 
 def run_corpus(
-    queries: list[Query], conn: psycopg.Connection, client: httpx.Client, tables: set[str], tally: Tally
+    queries: list[Query],
+    conn: psycopg.Connection,
+    client: httpx.Client,
+    tables: set[str],
+    tally: Tally,
+    zone: str = "UTC",
 ) -> None:
+    """Every query of ``queries`` on PostgreSQL and on both routes, in time zone ``zone`` (PostgreSQL's
+    session's, the gateway's request's)."""
     infinities(conn)
+    conn.execute("SELECT set_config('TimeZone', %s, false)", (zone,))
     type_names = {oid: name for oid, name in conn.execute("SELECT oid::int, typname FROM pg_type").fetchall()}
     for query in queries:
         sql = query.on("public", tables)
         want = from_postgres(conn, sql, type_names)
         in_order = ordered(sql)
         for route, schema in (("pg", "pg.public"), ("lake", "lake.public")):
-            got = from_gateway(client, query.on(schema, tables))
+            got = from_gateway(client, query.on(schema, tables), zone)
             outcome, why = compare(want, got, in_order, may_refuse=route == "lake")
             tally.add(route, query, outcome, why)

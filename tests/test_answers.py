@@ -5,6 +5,7 @@ lake route only, refused with a 400 that names what cannot be translated exactly
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,22 @@ def test_corpus_answers_as_postgresql(setup: tuple[psycopg.Connection, httpx.Cli
     assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(
         tally.differing
     )
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
+def test_times_in_other_time_zones(setup: tuple[psycopg.Connection, httpx.Client], zone: str) -> None:
+    """Issue 10.4: the request's time zone on both routes is PostgreSQL's session TimeZone: timestamptz shown
+    with the zone's offsets, ::date, date_trunc, extract, literals, comparisons and interval arithmetic."""
+    conn, client = setup
+    queries = read_corpus(["times.sql", "zones.sql"])
+    tally = Tally()
+    try:
+        run_corpus(queries, conn, client, TABLES, tally, zone)
+    finally:
+        conn.execute("SET TimeZone = 'UTC'")
+    print("\n" + tally.report(f"times and zones in {zone}, {len(queries)} queries"))
+    assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(tally.differing)
+    assert tally.outcomes["lake"]["identical"] >= len(queries) * 3 // 4
 
 
 def test_a_schema_created_after_start_is_queryable_at_once(
@@ -99,3 +116,26 @@ def test_errors_carry_postgresql_code_and_words_on_both_routes(
         error = response.json()["error"]
         assert response.status_code == 400 and error["sqlstate"] == sqlstate, (schema, error)
         assert words in error["message"], (schema, error["message"])
+
+
+def test_time_zone_shows_in_json_and_leaves_no_trace_in_pooled_sessions(
+    setup: tuple[psycopg.Connection, httpx.Client],
+) -> None:
+    """The request's zone is how timestamptz values display on both routes; a PostgreSQL session that ran in one
+    goes back to the pool in UTC; an unknown zone is a 400 that says what to write."""
+    conn, client = setup
+    sql = "SELECT tz, tz::date AS day FROM {s}.times WHERE id = 2"
+    want = conn.execute(sql.format(s="public")).fetchone()
+    assert want is not None
+    for schema in ("pg.public", "lake.public"):
+        body = {"sql": sql.format(s=schema), "time_zone": "Asia/Kolkata"}
+        rows = client.post("/v1/query", json=body).json()["rows"]
+        local = want[0].astimezone(datetime.timezone(datetime.timedelta(hours=5, minutes=30)))
+        assert rows == [{"tz": local.isoformat(timespec="microseconds"), "day": local.date().isoformat()}], schema
+    for _ in range(12):  # more than the pool's sessions: none kept Asia/Kolkata
+        rows = client.post("/v1/query", json={"sql": sql.format(s="pg.public")}).json()["rows"]
+        assert rows[0]["tz"].endswith("+00:00"), rows
+    response = client.post("/v1/query", json={"sql": "SELECT 1", "time_zone": "Mars/Olympus_Mons"})
+    error = response.json()["error"]
+    assert response.status_code == 400 and "unknown time zone 'Mars/Olympus_Mons'" in error["message"]
+    assert "America/New_York" in error["message"]

@@ -139,12 +139,20 @@ class PostgresEngine:
         self._pool.putconn(conn)
 
     def prepare(
-        self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES, max_bytes: int | None = None
+        self,
+        sql: str,
+        *,
+        timeout: float,
+        chunk_bytes: int = CHUNK_BYTES,
+        max_bytes: int | None = None,
+        time_zone: str | None = None,
     ) -> PostgresResult:
         """A result for ``sql`` that :meth:`PostgresResult.start` runs (it can be cancelled from then on). A
-        result whose text from PostgreSQL exceeds ``max_bytes`` fails (TOO_LARGE) before it is converted."""
+        result whose text from PostgreSQL exceeds ``max_bytes`` fails (TOO_LARGE) before it is converted.
+        ``time_zone`` is the transaction's ``TimeZone`` (``SET LOCAL``: the pooled session keeps UTC)."""
         result = PostgresResult(self, sql, timeout, chunk_bytes)
         result.max_bytes = max_bytes
+        result.time_zone = time_zone
         return result
 
     def run(self, sql: str, *, timeout: float, chunk_bytes: int = CHUNK_BYTES) -> PostgresResult:
@@ -238,6 +246,7 @@ class PostgresResult:
         self._copy_cm: AbstractContextManager[Any] | None = None
         self.schema = pa.schema([])
         self.max_bytes: int | None = None  #: cap on the COPY text received
+        self.time_zone: str | None = None  #: the transaction's TimeZone (None: the session's, UTC)
 
     def start(self) -> None:
         """Take a session, describe the result, start the COPY (blocks until PostgreSQL sends rows)."""
@@ -249,6 +258,8 @@ class PostgresResult:
         try:
             conn.execute("BEGIN READ ONLY")
             conn.execute(f"SET LOCAL statement_timeout = '{max(1, int(timeout * 1000))}ms'")
+            if self.time_zone:
+                conn.execute("SELECT set_config('TimeZone', %s, true)", (self.time_zone,))
             columns = _describe(conn, sql)
             self._codecs = engine.codecs(conn, columns)
             self._names = [f"c{i}" for i in range(len(columns))]

@@ -1,0 +1,35 @@
+-- the session time zone: the suite runs this file in UTC, America/New_York and Asia/Kolkata
+SELECT id, tz FROM {times} ORDER BY id
+SELECT id, tz::date, tz::time, tz::timestamp FROM {times} ORDER BY id
+SELECT id, date_trunc('day', tz), date_trunc('hour', tz), date_trunc('month', tz) FROM {times} ORDER BY id
+SELECT id, date_trunc('week', tz), date_trunc('year', tz) FROM {times} ORDER BY id
+SELECT id, date_trunc('day', d) FROM {times} ORDER BY id
+SELECT id, extract(hour from tz), extract(day from tz), extract(dow from tz), extract(epoch from tz) FROM {times} ORDER BY id
+SELECT id, date_part('hour', tz), date_part('minute', tz), date_part('doy', tz) FROM {times} ORDER BY id
+SELECT id, extract(year from tz), extract(month from tz) FROM {times} WHERE id NOT IN (5, 6) ORDER BY id
+SELECT '2024-01-15 10:30'::timestamptz, timestamptz '2024-07-01', '2024-01-15 10:30+02'::timestamptz FROM {one}
+SELECT '2024-03-10 02:30'::timestamptz, '2024-11-03 12:00:00'::timestamptz FROM {one}
+SELECT id FROM {times} WHERE tz > '2024-01-01' ORDER BY id
+SELECT id FROM {times} WHERE tz >= '2024-01-15 05:30' ORDER BY id
+SELECT id FROM {times} WHERE tz BETWEEN '2023-12-31' AND '2024-03-10 03:00' ORDER BY id
+SELECT id FROM {times} WHERE tz::date = '2024-01-15' ORDER BY id
+SELECT id FROM {times} WHERE tz IN ('2024-01-15 10:30:00+00', '2024-03-10 02:30') ORDER BY id
+SELECT id, ts::timestamptz, d::timestamptz FROM {times} ORDER BY id
+SELECT id FROM {times} WHERE tz = ts ORDER BY id
+SELECT id FROM {times} WHERE tz >= d ORDER BY id
+SELECT id, tz + interval '1 day', tz - interval '3 hours', tz + interval '1 month' FROM {times} ORDER BY id
+SELECT id, tz + interval '2 days', tz - '1 day'::interval FROM {times} ORDER BY id
+SELECT id, tz - timestamptz '2024-01-01 00:00+00' FROM {times} WHERE id NOT IN (5, 6) ORDER BY id
+SELECT tz::date AS day, count(*) FROM {times} GROUP BY tz::date ORDER BY day
+SELECT date_trunc('day', tz) AS day, count(*) FROM {times} GROUP BY 1 ORDER BY 1
+SELECT min(tz), max(tz), min(tz::date) FROM {times} WHERE id NOT IN (5, 6)
+SELECT id, coalesce(tz, '2024-01-01 00:00') FROM {times} ORDER BY id
+SELECT current_date = localtimestamp::date, localtimestamp = now()::timestamp FROM {one}
+SELECT id, tz::text FROM {times} ORDER BY id
+SELECT id, age(tz, timestamptz '2024-01-01 00:00+00') FROM {times} WHERE id NOT IN (5, 6) ORDER BY id
+SELECT g FROM {one}, generate_series(timestamptz '2024-03-09 00:00+00', timestamptz '2024-03-12 00:00+00', interval '1 day') g ORDER BY g
+SELECT id, tz AT TIME ZONE 'Europe/Paris', ts AT TIME ZONE 'Europe/Paris' FROM {times} ORDER BY id
+SELECT id, array_agg(tz ORDER BY tz) FROM {times} WHERE id NOT IN (5, 6) GROUP BY id ORDER BY id
+SELECT id, date_trunc('day', tz) + interval '12 hours' FROM {times} ORDER BY id
+SELECT count(*) FILTER (WHERE tz < now()), count(*) FILTER (WHERE tz::date < current_date) FROM {times}
+SELECT id, tz FROM {times} WHERE tz < '2024-03-10 03:00:00' AND tz > '2023-12-31T20:00' ORDER BY id
