@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, metavar="SECONDS", help="time limit per query (at most the server's)"
     )
     parser.add_argument(
+        "--time-zone", metavar="ZONE", help="session time zone, e.g. Europe/Paris (like SET TIME ZONE)"
+    )
+    parser.add_argument(
         "--on-error-stop",
         action="store_true",
         help="stop a script at the first failing statement (exit status 3)",
@@ -167,7 +170,9 @@ def _run_command(session: Session, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """``lakegate sql``; returns the exit status."""
     try:
-        conn = client.connect(args.url, args.token, timeout=args.timeout, max_rows=args.max_rows)
+        conn = client.connect(
+            args.url, args.token, timeout=args.timeout, max_rows=args.max_rows, time_zone=args.time_zone
+        )
     except client.Error as exc:
         print(f"lakegate sql: error: {exc.message}", file=sys.stderr)
         return EXIT_FAIL

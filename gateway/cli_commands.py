@@ -36,6 +36,8 @@ Formatting and output
   \\pset pager [on|off|always]   page results taller than the terminal ($LAKEGATE_PAGER, $PAGER, else less)
   \\timing [on|off]       show how long each statement took
   \\o [FILE]              send results to FILE, or back to standard output
+Session
+  \\timezone [ZONE]       show or set the session time zone (also SET TIME ZONE 'ZONE'; SHOW timezone)
 SQL: statements end with ';' (PostgreSQL dialect); Tab completes keywords and names. Tables are source.schema.table:
   SELECT * FROM lake.public.transactions;     the lake (Iceberg, merged current state)
   SELECT * FROM pg.public.users;              live PostgreSQL
@@ -78,6 +80,15 @@ def pset(session: Session, arg: str) -> None:
     session.pager = value
     session.err({"on": "Pager is used for long output.", "off": "Pager usage is off.",
                  "always": "Pager is always used."}[value])  # fmt: skip
+
+
+def timezone(session: Session, arg: str) -> None:
+    """\\timezone [ZONE]: the session time zone, or set it (DEFAULT: the gateway's)."""
+    if not arg:
+        session.setting("show", None, session.out)
+        return
+    zone = arg.strip("'\"")
+    session.setting("set", None if zone.upper() in ("DEFAULT", "LOCAL") else zone, session.out)
 
 
 def quit_(session: Session, arg: str) -> None:
@@ -290,6 +301,7 @@ COMMANDS: dict[str, Callable[[Session, str], None]] = {
     "e": edit,
     "edit": edit,
     "watch": watch,
+    "timezone": timezone,
     "l": sources,
     "dn": schemas,
     "dt": tables,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from lakegate.gateway import cli_format as fmt
-from lakegate.gateway import client
+from lakegate.gateway import cli_settings, client
 from lakegate.gateway.client_sql import CODE, is_open, only_comments, segments, split_statements
 
 EXIT_OK, EXIT_FAIL, EXIT_BADCONN, EXIT_USER = 0, 1, 2, 3
@@ -128,6 +128,9 @@ class Session:
     # ------------------------------------------------------------------------------------------ statements
 
     def statement(self, sql: str, title: str = "", out: TextIO | None = None) -> bool:
+        setting = cli_settings.parse(sql)
+        if setting is not None:
+            return self.setting(*setting, out=out or self.out)
         self.previous = sql
         started = time.monotonic()
         cursor = self.conn.cursor()
@@ -150,6 +153,33 @@ class Session:
             cursor.close()
             if self.timing:
                 self.err(f"Time: {(time.monotonic() - started) * 1000:.3f} ms")
+
+    def setting(self, action: str, zone: str | None, out: TextIO) -> bool:
+        """SET TIME ZONE / SHOW timezone / \\timezone: the zone is checked by the gateway (a query in it) and
+        then sent with every query."""
+        if action == "show":
+            rows: list[tuple[object, ...]] = [(self.conn.time_zone or "(the gateway's [gateway] time_zone)",)]
+            if self.format == fmt.CSV:
+                fmt.csv_rows(out, ["TimeZone"], iter([rows]))
+            elif self.format == fmt.JSON:
+                fmt.json_rows(out, ["TimeZone"], iter([rows]))
+            else:
+                out.write(self.render(["TimeZone"], [False], rows, ""))
+            out.flush()
+            return True
+        before, self.conn.time_zone = self.conn.time_zone, zone
+        cursor = self.conn.cursor()
+        try:
+            cursor.execute("SELECT 1")
+        except client.Error as exc:
+            self.conn.time_zone = before
+            self.fail(exc)
+            return False
+        finally:
+            cursor.close()
+        out.write("SET\n")
+        out.flush()
+        return True
 
     def show(self, cursor: client.Cursor, title: str, out: TextIO) -> None:
         assert cursor.description is not None

@@ -102,6 +102,7 @@ class Connection:
         max_rows: int | None = None,
         http_timeout: float = 600.0,
         on_truncate: OnTruncate = "warn",
+        time_zone: str | None = None,
     ) -> None:
         self.url = (url or os.environ.get("LAKEGATE_URL") or DEFAULT_URL).rstrip("/")
         if not self.url.startswith(("http://", "https://")):
@@ -111,6 +112,10 @@ class Connection:
         token = token if token is not None else os.environ.get("LAKEGATE_TOKEN") or None
         self.timeout = timeout
         self.max_rows = max_rows
+        if time_zone is not None and not isinstance(time_zone, str):
+            raise InterfaceError(f"time_zone must be a time zone name such as 'Europe/Paris', got {time_zone!r}")
+        #: the session time zone sent with every query (None: the server's [gateway] time_zone)
+        self.time_zone = time_zone
         self.on_truncate = on_truncate
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http_timeout = httpx.Timeout(http_timeout, connect=10.0)
@@ -176,7 +181,10 @@ class Connection:
 
     def explain(self, sql: str) -> dict[str, Any]:
         """``POST /v1/explain``: the route and the SQL each engine runs."""
-        response = self._request("POST", "/v1/explain", json={"sql": sql})
+        body: dict[str, Any] = {"sql": sql}
+        if self.time_zone is not None:
+            body["time_zone"] = self.time_zone
+        response = self._request("POST", "/v1/explain", json=body)
         return response.json()  # type: ignore[no-any-return]
 
     # -------------------------------------------------------------------------------------- transport
@@ -235,6 +243,8 @@ class Connection:
             body["max_rows"] = self.max_rows
         if self.timeout is not None:
             body["timeout_ms"] = self.timeout * 1000
+        if self.time_zone is not None:
+            body["time_zone"] = self.time_zone
         return body
 
 
@@ -246,14 +256,23 @@ def connect(
     max_rows: int | None = None,
     http_timeout: float = 600.0,
     on_truncate: OnTruncate = "warn",
+    time_zone: str | None = None,
 ) -> Connection:
     """A connection to the gateway at ``url`` (default ``$LAKEGATE_URL``, else http://127.0.0.1:8080) with
     ``token`` (default ``$LAKEGATE_TOKEN``). ``timeout`` (seconds) and ``max_rows`` lower the server's limits
     for every query; ``http_timeout`` bounds the wait for any network read. A result cut at the row cap
     emits a :class:`lakegate.Warning` (``on_truncate="warn"``) or raises :class:`DataError`
-    (``on_truncate="error"``, ``code="truncated"``)."""
+    (``on_truncate="error"``, ``code="truncated"``). ``time_zone`` (an IANA name such as ``"Europe/Paris"``;
+    default: the server's ``[gateway] time_zone``) is every query's session time zone: timestamptz values come
+    back in it, and ``::date``, ``date_trunc``, ``extract`` and timestamp literals mean what they mean there."""
     return Connection(
-        url, token, timeout=timeout, max_rows=max_rows, http_timeout=http_timeout, on_truncate=on_truncate
+        url,
+        token,
+        timeout=timeout,
+        max_rows=max_rows,
+        http_timeout=http_timeout,
+        on_truncate=on_truncate,
+        time_zone=time_zone,
     )
 
 

@@ -394,3 +394,26 @@ def test_interactive_session_on_a_terminal(env: Env, tmp_path: Path) -> None:
     again.expect("ada@example.com")
     again.send("\\q\n")
     assert again.wait() == 0
+
+
+def test_time_zone_of_the_session(env: Env) -> None:
+    """SET TIME ZONE, \\timezone and --time-zone: the session's zone goes with every query, and timestamptz values
+    print as psql prints them in that zone (compared with PostgreSQL's own text in a session in that zone)."""
+    sql = "SELECT at, at::date AS day FROM {t}.public.vals WHERE id = 1"
+    with env.pg() as pg:
+        pg.execute("SET TimeZone = 'Asia/Kolkata'")
+        row = pg.execute("SELECT at::text, (at::date)::text FROM public.vals WHERE id = 1").fetchone()
+    assert row is not None
+    want = ["at,day", ",".join(row)]
+    for table in ("pg", "lake"):
+        set_first = run_sql(
+            env, "--format", "csv", "-c", "SET TIME ZONE 'Asia/Kolkata'", "-c", sql.format(t=table)
+        )
+        assert set_first.returncode == 0, set_first.stderr
+        assert set_first.stdout.splitlines() == ["SET", *want], table
+        option = run_sql(env, "--time-zone", "Asia/Kolkata", "--format", "csv", "-c", sql.format(t=table))
+        assert option.stdout.splitlines() == want, option.stderr
+    command = run_sql(env, "--format", "csv", "-c", "\\timezone Asia/Kolkata", "-c", "SHOW timezone")
+    assert command.stdout.splitlines() == ["SET", "TimeZone", "Asia/Kolkata"], command.stderr
+    wrong = run_sql(env, "-c", "SET TIME ZONE 'Mars/Olympus_Mons'", "-c", "SHOW TIME ZONE")
+    assert "unknown time zone 'Mars/Olympus_Mons'" in wrong.stderr and "the gateway's" in wrong.stdout

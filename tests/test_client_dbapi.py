@@ -469,3 +469,17 @@ def test_time_24_00_is_an_error_not_midnight(conn: client.Connection) -> None:
     with pytest.raises(lakegate.DataError, match="24:00:00"):
         result.to_pandas()
     assert result.to_arrow().column("closes").cast(pa.int64()).to_pylist() == [86_400_000_000]
+
+
+def test_time_zone_of_a_connection(env: Env) -> None:
+    """lakegate.connect(time_zone=...): timestamptz values come back as aware datetimes in that zone (the same
+    instants), and ::date is the local date, on both routes."""
+    with env.pg() as pg:
+        pg.execute("SET TimeZone = 'America/New_York'")
+        want = pg.execute("SELECT at, at::date FROM public.vals WHERE id = 1").fetchone()
+    assert want is not None
+    with lakegate.connect(env.url, token=env.token, time_zone="America/New_York") as conn:
+        for table in ("pg", "lake"):
+            got = conn.cursor().execute(f"SELECT at, at::date FROM {table}.public.vals WHERE id = 1").fetchone()
+            assert got is not None and got == want, table
+            assert got[0].utcoffset() == want[0].utcoffset() == datetime.timedelta(hours=-4), table
