@@ -49,6 +49,11 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
         pairs = [(node.this, node.expression)]
     elif isinstance(node, exp.In) and node.expressions:
         pairs = [(node.this, e) for e in node.expressions]
+    elif isinstance(node, exp.In) and node.args.get("query") is not None:
+        projected = _single_projection(node.args["query"])  # x IN (SELECT c ...): x = c for each row
+        if projected is None:
+            return None
+        pairs = [(node.this, projected)]
     else:
         return None
     left = types.of(node.this)
@@ -69,6 +74,15 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
             rewrap(a, functools.partial(trimmed, typ=left), types)
             rewrap(b, functools.partial(trimmed, typ=right), types)
     return None
+
+
+def _single_projection(query: exp.Expr) -> exp.Expr | None:
+    """The one expression a subquery selects (under its alias), or None."""
+    inner = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+        return None
+    item = inner.expressions[0]
+    return item.this if isinstance(item, exp.Alias) else item
 
 
 def _as_bpchar_key(node: exp.Expr, typ: PgType) -> exp.Expr:
