@@ -6,8 +6,9 @@ for a table of the data set and becomes ``public.name``, ``pg.public.name`` or `
 ORDER BY at its top level is compared in order, any other as a multiset.
 
 Outcomes per route: ``identical`` (same rows and same PostgreSQL type names, or PostgreSQL raised an error and
-the gateway answered 400 with the same SQLSTATE), ``refused`` (PostgreSQL answered, the gateway answered 400 naming what it cannot
-translate exactly: allowed on the lake route only), ``differing`` (anything else: the suite fails).
+the gateway answered 400 with the same SQLSTATE), ``refused`` (PostgreSQL answered, the gateway answered 400
+naming what it cannot translate exactly: allowed on the lake route only), ``differing`` (anything else: the
+suite fails).
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def ordered(sql: str) -> bool:
 def canon(value: Any, pg_type: str = "") -> Any:
     """A value in a form that compares equal when PostgreSQL would call it equal: numbers as exact Decimals
     (numeric compared numerically, whatever its trailing zeros), floats exactly, char(n) without its padding,
-    timestamps with a zone as their instant and the offset they are shown with, intervals as (months, days, microseconds)."""
+    timestamps with a zone as their instant and the offset they are shown with, intervals as (months, days,
+    microseconds)."""
     if value is None or isinstance(value, bool):
         return value
     if pg_type in ("json", "jsonb"):  # decoded (psycopg decodes, from_gateway parses)

@@ -404,4 +404,7 @@ def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:
         postgres = pgerrors.postgres_error(message)
         if postgres is not None:  # an error PostgreSQL raises too: its code and its words
             return QueryError(postgres[1], INVALID, engine="duckdb", sqlstate=postgres[0])
+    missing = pgerrors.refusal(message)
+    if missing is not None:  # a function, cast or operator DuckDB lacks: named, with what to do
+        return QueryError(missing, INVALID, engine="duckdb")
     return QueryError(message, kind, engine="duckdb")

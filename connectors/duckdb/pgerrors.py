@@ -126,3 +126,34 @@ def postgres_error(message: str) -> tuple[str, str] | None:
     if text.startswith(_REGEX):
         return "2201B", f"invalid regular expression: {text}"
     return None
+
+
+_ADVICE = "; run it on a PostgreSQL source (pg.*), or rewrite the query without it"
+_MISSING = re.compile(r"(?:Scalar|Table|Aggregate|Pragma) Function with name (\w+) does not exist")
+_NO_MATCH = re.compile(r"No function matches the given name and argument types '(\S+?)\((.*?)\)'")
+_NO_CAST = re.compile(r"Unimplemented type for cast \((.+?) -> (.+?)\)")
+_NO_SYNTAX = re.compile(r'syntax error at or near "(.+?)"')
+
+
+def refusal(message: str) -> str | None:
+    """What the lake route cannot compute, named, for DuckDB's error ``message`` about a function, a cast or an
+    operator it lacks (PostgreSQL has them: the gateway's guard admitted the query); None for other errors."""
+    text = re.sub(r"^[\w ]*Error: ", "", message, count=1).strip()
+    found = _MISSING.search(text)
+    if found:
+        return f"{found.group(1)}() is not available on the lake route (DuckDB has no such function){_ADVICE}"
+    found = _NO_MATCH.search(text)
+    if found:
+        name, arguments = found.groups()
+        what = f"the operator {name}" if not name[:1].isalpha() else f"{name}()"
+        return f"{what} of ({arguments.lower()}) is not available on the lake route (DuckDB){_ADVICE}"
+    found = _NO_CAST.search(text)
+    if found:
+        return (
+            f"a cast from {found.group(1).lower()} to {found.group(2).lower()} is not available on the lake "
+            f"route (DuckDB){_ADVICE}"
+        )
+    found = _NO_SYNTAX.search(text)
+    if found and found.group(1) in ("?", "?|", "?&", "@?", "@@"):
+        return f"the jsonb operator {found.group(1)} is not available on the lake route (DuckDB){_ADVICE}"
+    return None

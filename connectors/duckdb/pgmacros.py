@@ -99,6 +99,19 @@ MACROS = (
     "CREATE MACRO pg_array_upper(a, d) AS pg_array_length(a, d)",
     "CREATE MACRO pg_array_lower(a, d) AS CASE WHEN pg_array_length(a, d) IS NULL THEN NULL ELSE 1 END",
     "CREATE MACRO pg_cardinality(a) AS CAST(len(a) AS INTEGER)",
+    # PostgreSQL functions DuckDB lacks, under their own names (exact: each is in the differential corpus)
+    "CREATE MACRO jsonb_typeof(j) AS CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' THEN 'object' "
+    "WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean' WHEN 'NULL' THEN 'null' "
+    "WHEN 'UBIGINT' THEN 'number' WHEN 'BIGINT' THEN 'number' WHEN 'DOUBLE' THEN 'number' "
+    "WHEN 'HUGEINT' THEN 'number' WHEN 'UHUGEINT' THEN 'number' END",
+    "CREATE MACRO json_typeof(j) AS jsonb_typeof(j)",
+    "CREATE MACRO every(x) AS bool_and(x)",
+    # quote_literal: doubled quotes, and E'' with doubled backslashes when there is a backslash
+    "CREATE MACRO quote_literal(s) AS CASE WHEN contains(CAST(s AS VARCHAR), chr(92)) THEN 'E''' || "
+    "replace(replace(CAST(s AS VARCHAR), chr(92), chr(92) || chr(92)), '''', '''''') || '''' "
+    "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
+    "CREATE MACRO overlay(s, r, f) AS left(s, f - 1) || r || substr(s, f + length(r)), "
+    "(s, r, f, n) AS left(s, f - 1) || r || substr(s, f + n)",
     # x = ANY/ALL(array) with SQL's NULLs
     "CREATE MACRO pg_eq_any(x, a) AS CASE WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN false "
     "WHEN x IS NULL THEN NULL WHEN list_contains(a, x) THEN true "
