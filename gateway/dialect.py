@@ -13,6 +13,7 @@ PostgreSQL type) or raises :class:`UnsupportedQuery`. The rules live by subject:
   text types and booleans, functions whose DuckDB result type differs;
 * :mod:`~lakegate.gateway.dialect_values`: arrays, ``= ANY``/``= ALL`` with NULLs, ``extract``/``date_part``/
   ``date_trunc``, json;
+* :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
 * :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave).
 
 DuckDB macros and functions the rules call are created by :mod:`lakegate.connectors.duckdb.pgmacros`. Each rule
@@ -36,7 +37,6 @@ Rule = Callable[[exp.Expr, Typer], "exp.Expr | None"]
 #: DuckDB route, with the reason
 REFUSED: dict[str, str] = {
     "timetostr": "to_char() with PostgreSQL's patterns",
-    "to_char": "to_char() with PostgreSQL's patterns",
     "strtodate": "to_date() with PostgreSQL's patterns",
     "strtotime": "to_timestamp(text, pattern) with PostgreSQL's patterns",
     "timestrtotime": "to_timestamp() with PostgreSQL's patterns",
@@ -66,9 +66,15 @@ def cast(node: exp.Expr, to: str) -> exp.Cast:
 
 
 def rules() -> list[Rule]:
-    from lakegate.gateway import dialect_numbers, dialect_text, dialect_values, dialect_zones
+    from lakegate.gateway import dialect_formats, dialect_numbers, dialect_text, dialect_values, dialect_zones
 
-    return [*dialect_zones.RULES, *dialect_numbers.RULES, *dialect_text.RULES, *dialect_values.RULES]
+    return [
+        *dialect_zones.RULES,
+        *dialect_formats.RULES,
+        *dialect_numbers.RULES,
+        *dialect_text.RULES,
+        *dialect_values.RULES,
+    ]
 
 
 def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:

@@ -191,6 +191,7 @@ def _in_zone(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if (
         isinstance(node, exp.Func)
         and not isinstance(node, _PASS)
+        and not (isinstance(node, exp.Anonymous) and node.name.lower() == "to_char")  # dialect_formats
         and any(_is_tz(types.of(arg)) for arg in _arguments(node))
     ):
         name = node.sql(dialect="postgres").split("(")[0].strip().lower()  # as the user wrote it

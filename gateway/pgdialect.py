@@ -5,7 +5,8 @@ sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that m
 * ``@ x`` is PostgreSQL's absolute value (sqlglot reads ``@`` as a parameter marker and fails);
 * ``ROLLUP``/``CUBE``/``GROUPING SETS`` take any expression (``ROLLUP (x IS NULL)``), not only a bitwise one;
 * ``date_part('field', x)`` is ``float8`` and ``extract(field FROM x)`` is ``numeric``; sqlglot parses both into
-  :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``).
+  :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``);
+* ``to_char(x, pattern)`` stays a plain call with PostgreSQL's pattern (sqlglot rewrites it as ``strftime``).
 
 Generation is unchanged (the class inherits PostgreSQL's generator); the lake route generates DuckDB.
 """
@@ -24,6 +25,11 @@ class LakegatePostgres(Postgres):
         UNARY_PARSERS = {
             **Postgres.Parser.UNARY_PARSERS,
             TokenType.PARAMETER: lambda self: self._parse_at_sign(),
+        }
+        FUNCTIONS = {
+            **Postgres.Parser.FUNCTIONS,
+            # kept as written: sqlglot's translation of the pattern to strftime loses FM, padding and AM/PM
+            "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
         }
         FUNCTION_PARSERS = {
             **Postgres.Parser.FUNCTION_PARSERS,

@@ -358,6 +358,7 @@ _BY_NAME: dict[str, Rule | PgType] = {
     "array_positions": PgType("int4", 1),
     "array_replace": _array_arg,
     "quote_ident": TEXT,
+    "to_char": TEXT,
     "quote_literal": TEXT,
     "quote_nullable": TEXT,
     "gcd": _int_or_numeric,

@@ -106,6 +106,25 @@ MACROS = (
     "WHEN 'HUGEINT' THEN 'number' WHEN 'UHUGEINT' THEN 'number' END",
     "CREATE MACRO json_typeof(j) AS jsonb_typeof(j)",
     "CREATE MACRO every(x) AS bool_and(x)",
+    "CREATE MACRO jsonb_array_length(j) AS CASE WHEN j IS NULL THEN NULL "
+    "WHEN json_type(CAST(j AS JSON)) = 'ARRAY' THEN CAST(json_array_length(CAST(j AS JSON)) AS INTEGER) "
+    "WHEN json_type(CAST(j AS JSON)) = 'OBJECT' THEN error('cannot get array length of a non-array') "
+    "ELSE error('cannot get array length of a scalar') END",
+    "CREATE MACRO array_dims(a) AS CASE WHEN a IS NULL OR len(a) = 0 THEN NULL "
+    "WHEN typeof(a) LIKE '%[][]' THEN error('array_dims() of a multidimensional array is not supported on "
+    "the lake route') ELSE '[1:' || len(a) || ']' END",
+    # width_bucket of float8 as PostgreSQL 14+ computes it (its numeric version is exact: refused as it runs)
+    "CREATE MACRO width_bucket(x, lo, hi, n) AS CASE "
+    "WHEN typeof(x) LIKE 'DECIMAL%' OR typeof(lo) LIKE 'DECIMAL%' OR typeof(hi) LIKE 'DECIMAL%' THEN "
+    f"error('width_bucket() of numeric values{_NOT_EXACT}') "
+    "WHEN n <= 0 THEN error('count must be greater than zero') "
+    "WHEN lo = hi THEN error('lower bound cannot equal upper bound') "
+    "WHEN isnan(CAST(x AS DOUBLE)) OR isnan(CAST(lo AS DOUBLE)) OR isnan(CAST(hi AS DOUBLE)) "
+    "THEN error('operand, lower bound, and upper bound cannot be NaN') "
+    "WHEN lo < hi THEN CASE WHEN x < lo THEN 0 WHEN x >= hi THEN n + 1 "
+    "ELSE CAST(least(trunc(n * ((CAST(x AS DOUBLE) - lo) / (CAST(hi AS DOUBLE) - lo))), n - 1) AS INTEGER) + 1 END "
+    "ELSE CASE WHEN x > lo THEN 0 WHEN x <= hi THEN n + 1 "
+    "ELSE CAST(least(trunc(n * ((CAST(lo AS DOUBLE) - x) / (CAST(lo AS DOUBLE) - hi))), n - 1) AS INTEGER) + 1 END END",
     # quote_literal: doubled quotes, and E'' with doubled backslashes when there is a backslash
     "CREATE MACRO quote_literal(s) AS CASE WHEN contains(CAST(s AS VARCHAR), chr(92)) THEN 'E''' || "
     "replace(replace(CAST(s AS VARCHAR), chr(92), chr(92) || chr(92)), '''', '''''') || '''' "

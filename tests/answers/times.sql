@@ -79,3 +79,10 @@ SELECT id, overlaps FROM (SELECT id, (d, d + 5) OVERLAPS ('2024-01-10'::date, '2
 SELECT id, date_part('month', d) FROM {times}
 SELECT id, to_char(tz, 'YYYY') FROM {times}
 SELECT count(*), count(tz) FROM {times}
+SELECT id, to_char(ts, 'FMMonth DD, YYYY HH12:MI:SS AM') FROM {times}
+SELECT id, to_char(ts, 'Day, DD Month YYYY') FROM {times}
+SELECT id, to_char(ts, 'DY dy MON mon YY DDD') FROM {times}
+SELECT id, to_char(ts, 'HH24:MI:SS.MS US') FROM {times}
+SELECT id, to_char(d, '"week of" YYYY-MM-DD') FROM {times}
+SELECT id, to_char(ts, 'FMDD/FMMM/YYYY pm') FROM {times}
+SELECT id, to_char(ts, 'YYYY "Q"Q') FROM {times}

@@ -33,3 +33,4 @@ SELECT id, array_agg(tz ORDER BY tz) FROM {times} WHERE id NOT IN (5, 6) GROUP B
 SELECT id, date_trunc('day', tz) + interval '12 hours' FROM {times} ORDER BY id
 SELECT count(*) FILTER (WHERE tz < now()), count(*) FILTER (WHERE tz::date < current_date) FROM {times}
 SELECT id, tz FROM {times} WHERE tz < '2024-03-10 03:00:00' AND tz > '2023-12-31T20:00' ORDER BY id
+SELECT id, to_char(tz, 'YYYY-MM-DD HH24:MI:SS') FROM {times} ORDER BY id
