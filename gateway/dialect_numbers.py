@@ -46,12 +46,25 @@ def quotient_scale(digits: int | None) -> int:
     return DEFAULT_SCALE if digits is None else max(DEFAULT_SCALE, min(32, 38 - digits))
 
 
-def exact_divide(a: exp.Expr, b: exp.Expr, scale: int, mode: str = "div") -> exp.Expr:
-    """DuckDB SQL of PostgreSQL's numeric ``a / b`` (``trunc``: ``div(a, b)``), as ``DECIMAL(38, scale)``."""
+def exact_divide(
+    a: exp.Expr,
+    b: exp.Expr,
+    scale: int,
+    mode: str = "div",
+    loose: tuple[bool, bool] = (False, False),
+    a_text: exp.Expr | None = None,
+) -> exp.Expr:
+    """DuckDB SQL of PostgreSQL's numeric ``a / b`` (``trunc``: ``div(a, b)``), as ``DECIMAL(38, scale)``. An
+    operand of ``loose`` scale (unconstrained numeric, read as ``DECIMAL(38, 18)``) goes as its value's own
+    digits (PostgreSQL's result scale follows the operands' display scales); ``a_text`` replaces ``a``'s text."""
+    texts = [
+        call("pg_loose_text", operand) if is_loose else cast(operand, "VARCHAR")
+        for operand, is_loose in zip((a, b), loose, strict=True)
+    ]
     text = call(
         "pg_numeric_div",
-        cast(a, "VARCHAR"),
-        cast(b, "VARCHAR"),
+        a_text if a_text is not None else texts[0],
+        texts[1],
         exp.Literal.number(scale),
         exp.Literal.string(mode),
     )
@@ -76,7 +89,8 @@ def _division(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if isinstance(node, exp.Mod):
         return call("pg_mod", a, b)
     if left.numeric or right.numeric:
-        return call("pg_zero_check", b, exact_divide(a, b, quotient_scale(None)))
+        loose = (left.loose_scale, right.loose_scale)
+        return call("pg_zero_check", b, exact_divide(a, b, quotient_scale(None), loose=loose))
     return call("pg_div", a, b)
 
 
@@ -138,7 +152,12 @@ def _aggregates(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return cast(node, to) if to else None
     if isinstance(agg, exp.Avg) and exact:
         total, count = _rewrap(node, agg, exp.Sum), _rewrap(node, agg, exp.Count)
-        return exact_divide(total, count, quotient_scale(_digits(arg)))
+        if not arg.loose_scale:
+            return exact_divide(total, count, quotient_scale(_digits(arg)))
+        # the sum's display scale is the largest of its values' (not DECIMAL(38, 18)'s)
+        digits = _rewrap(node, agg, exp.Max, call("pg_text_scale", _argument(agg).copy()))
+        text = call("pg_numeric_rescale", cast(total.copy(), "VARCHAR"), digits)
+        return exact_divide(total, count, quotient_scale(None), a_text=text)
     kind = _statistic_kind(agg)
     if kind is not None and exact:
         value = _argument(agg)

@@ -404,6 +404,9 @@ def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:
         postgres = pgerrors.postgres_error(message)
         if postgres is not None:  # an error PostgreSQL raises too: its code and its words
             return QueryError(postgres[1], INVALID, engine="duckdb", sqlstate=postgres[0])
+    own = pgerrors.own_error(message)
+    if own is not None:
+        return QueryError(own, INVALID, engine="duckdb")
     missing = pgerrors.refusal(message)
     if missing is not None:  # a function, cast or operator DuckDB lacks: named, with what to do
         return QueryError(missing, INVALID, engine="duckdb")

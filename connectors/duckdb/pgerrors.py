@@ -115,6 +115,16 @@ _RULES: list[Rule] = [
 ]
 
 
+_UDF = re.compile(r"Python exception occurred while executing the UDF: NumericError: (.*)", re.DOTALL)
+
+
+def own_error(message: str) -> str | None:
+    """The message of an error the lake route's own functions raise (exact numeric arithmetic), without
+    DuckDB's wrapping of a Python exception."""
+    found = _UDF.search(message)
+    return found.group(1).strip() if found else None
+
+
 def postgres_error(message: str) -> tuple[str, str] | None:
     """(SQLSTATE, message as PostgreSQL words it) for DuckDB's error ``message``, or None when it is not one
     PostgreSQL raises for the same query."""

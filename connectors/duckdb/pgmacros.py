@@ -38,6 +38,15 @@ MACROS = (
     "WHEN starts_with(typeof(a), 'DECIMAL') OR starts_with(typeof(b), 'DECIMAL') "
     f"THEN error('division of numeric values whose types the gateway cannot tell{_NOT_EXACT}') ELSE a / b END",
     "CREATE MACRO pg_mod(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE a % b END",
+    # unconstrained numerics (DECIMAL(38, 18) on the lake route) as their values' own digits: PostgreSQL's
+    # result scales follow the display scale of each value (trailing zeros a value was written with are lost)
+    "CREATE MACRO pg_loose_text(x) AS regexp_replace(regexp_replace(CAST(x AS VARCHAR), "
+    "'([.][0-9]*?)0+$', '\\1'), '[.]$', '')",
+    "CREATE MACRO pg_text_scale(x) AS CASE WHEN x IS NULL THEN NULL "
+    "WHEN strpos(pg_loose_text(x), '.') = 0 THEN 0 "
+    "ELSE length(pg_loose_text(x)) - strpos(pg_loose_text(x), '.') END",
+    "CREATE MACRO pg_numeric_rescale(s, d) AS CASE WHEN s IS NULL OR strpos(s, '.') = 0 THEN s "
+    "ELSE left(s, strpos(s, '.') + coalesce(d, 0)) END",
     "CREATE MACRO pg_zero_check(b, value) AS CASE WHEN b = 0 THEN error('division by zero') ELSE value END",
     # float arithmetic: PostgreSQL raises where the result overflows (or underflows) from finite operands
     "CREATE MACRO pg_float_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE "

@@ -73,3 +73,7 @@ SELECT count(*) FROM {nums} WHERE nu > 0
 SELECT id, i4::bool FROM {nums} WHERE i4 IS NOT NULL
 SELECT factorial(5) FROM {one}
 SELECT gcd(12, 18), lcm(4, 6) FROM {one}
+SELECT avg(nu), avg(nu) FILTER (WHERE id > 2), avg(DISTINCT nu) FROM {nums}
+SELECT g, avg(nu) FROM {nums} n JOIN (VALUES (1, 'a'), (2, 'b'), (4, 'a'), (9, 'b')) v(k, g) ON v.k = n.id GROUP BY g
+SELECT id, nu / 3, nu / 8 FROM {nums} WHERE abs(nu) >= 1
+SELECT id, nu / n FROM {nums} WHERE n <> 0 AND abs(nu) >= 1
