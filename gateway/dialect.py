@@ -103,6 +103,9 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
             _put(parent, key, index, replacement)
             replaced.add(id(node))
             break
+    from lakegate.gateway.dialect_text import pad_results  # local: dialect_text imports this module
+
+    pad_results(ast, typer)
 
 
 def rewrap(

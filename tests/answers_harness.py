@@ -79,7 +79,7 @@ def ordered(sql: str) -> bool:
 
 def canon(value: Any, pg_type: str = "") -> Any:
     """A value in a form that compares equal when PostgreSQL would call it equal: numbers as exact Decimals
-    (numeric compared numerically, whatever its trailing zeros), floats exactly, char(n) without its padding,
+    (numeric compared numerically, whatever its trailing zeros), floats exactly, char(n) with its padding,
     timestamps with a zone as their instant and the offset they are shown with, intervals as (months, days,
     microseconds)."""
     if value is None or isinstance(value, bool):
@@ -107,7 +107,7 @@ def canon(value: Any, pg_type: str = "") -> Any:
     if isinstance(value, datetime.time):
         return value.isoformat()
     if isinstance(value, str):
-        return value.rstrip(" ") if pg_type == "bpchar" else value
+        return value  # char(n) with its padding: PostgreSQL returns it padded
     if isinstance(value, datetime.datetime) and value.tzinfo is not None:  # the instant, and its offset shown
         return ("timestamptz", value.astimezone(datetime.UTC).replace(tzinfo=None), value.utcoffset())
     if isinstance(value, datetime.timedelta):
