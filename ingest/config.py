@@ -43,6 +43,13 @@ class IngestSettings:
         300.0,
         kind="duration",
     )
+    orphan_age: float = setting(
+        "Upkeep removes files that no snapshot references (left by a crash between writing a commit's files and "
+        "committing it) once they are older than this; it must exceed the longest commit (an initial copy, a "
+        "huge transaction) or that commit would lose its files (0 = never remove them).",
+        3 * 86400.0,
+        kind="duration",
+    )
     upkeep_failure_limit: float = setting(
         "The worker exits (non-zero) when its background upkeep (compaction, expiry) has kept failing for "
         "this long; failures are retried with backoff and shown in /v1/status meanwhile (0 = never exit).",

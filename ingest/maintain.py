@@ -18,7 +18,7 @@ from lakegate.connectors.changes import TableRef
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import LakeError, SourceConfigError
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import compaction, maintenance, statesync
+from lakegate.connectors.iceberg import compaction, maintenance, orphans, statesync
 from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.ingest.config import IngestSettings
@@ -62,6 +62,10 @@ def maintain_table(
         maintenance.run([table.changelog], do_compact=compact, do_expire=expire, expiry=expiry)
     if table.state is not None:  # compacted with its deletes above, never as a plain table
         maintenance.run([table.state], do_compact=False, do_expire=expire, expiry=expiry)
+    if expire and cfg.orphan_age:
+        for lake in (table.changelog, table.state):
+            if lake is not None:
+                orphans.remove_orphans(lake, timedelta(seconds=cfg.orphan_age))
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:

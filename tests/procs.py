@@ -42,17 +42,28 @@ def write_config(settings: settings_mod.Settings, path: Path) -> Path:
     return path
 
 
+def _path_for(module: str) -> dict[str, str]:
+    """A module of the tests package needs the repository on the path (lakegate itself is installed)."""
+    if not module.startswith("tests."):
+        return {}
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+
+
 class Proc:
     """A lakegate subprocess whose output goes to a log file."""
 
-    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, args: list[str], log: Path, env: dict[str, str] | None = None, module: str = "lakegate"
+    ) -> None:
+        """``module``: what ``python -m`` runs (tests.killpoint wraps lakegate with a kill point)."""
         self.log_path = log
         self._log = open(log, "ab")  # noqa: SIM115 - closed in wait()/kill()
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "lakegate", *args],
+            [sys.executable, "-m", module, *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **_path_for(module), **(env or {})},
             start_new_session=True,
         )
 

@@ -1,0 +1,130 @@
+"""Removing the files a crash leaves behind: data, delete, manifest and metadata files under a table's location
+that no snapshot (and no metadata file the table keeps) references.
+
+A worker killed between writing a commit's files and committing it leaves them in the warehouse, referenced by
+nothing; no reader ever sees them, but they take space for ever. :func:`remove_orphans` deletes them once they
+are older than a safety age (``orphan_age``, default three days as Iceberg's own ``remove_orphan_files``): a file
+younger than that may belong to a commit still being written (an initial copy or a huge transaction writes its
+files long before it commits), and deleting it would lose that commit's data.
+
+Written by hand: pyiceberg 0.12 has no orphan-file removal (apache/iceberg-python#1200 is still open). The
+listing goes through the same pyarrow file system pyiceberg reads the table with (local paths, S3, GCS, ...).
+
+A table whose location holds another table's metadata (a lake table renamed, and a new one created under the
+old name, share a directory) is left alone, with a warning: its files cannot be told apart from the other
+table's without reading every table of the catalog.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from datetime import timedelta
+
+from pyarrow.fs import FileInfo, FileSelector, FileSystem, FileType
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.table import Table
+
+from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg.references import metadata_paths, referenced_paths
+
+log = logging.getLogger(__name__)
+
+#: what Iceberg writes under a table's location; anything else there is not ours to delete
+ICEBERG_FILES = (".parquet", ".avro", ".metadata.json", ".puffin", ".stats")
+_UUID = re.compile(rb'"table-uuid"\s*:\s*"([0-9a-fA-F-]+)"')
+
+
+def remove_orphans(table: Table, older_than: timedelta) -> list[str]:
+    """Delete the files under ``table``'s location that it does not reference and that are older than
+    ``older_than``; returns their paths. Raises LakeError when the location cannot be listed."""
+    io = table.io
+    if not isinstance(io, PyArrowFileIO):  # fsspec: no listing we can rely on
+        log.info("%s: orphan files are not removed with %s", _name(table), type(io).__name__)
+        return []
+    table.refresh()
+    scheme, netloc, root = io.parse_location(table.location().rstrip("/"), io.properties)
+    fs = io.fs_by_scheme(scheme, netloc)
+    try:
+        listed = fs.get_file_info(FileSelector(root + "/", recursive=True, allow_not_found=True))
+    except OSError as exc:
+        raise LakeError(
+            f"cannot list the files of lake table {_name(table)} at {table.location()}: {exc}"
+        ) from exc
+    unreferenced = _unreferenced(table, listed)
+    other = _other_table(fs, table, [f for f in unreferenced if f.path.endswith(".metadata.json")])
+    if other:
+        log.warning(
+            "%s: its location %s also holds lake table %s's metadata (a table renamed, and another created "
+            "under the old name?): orphan files there are not removed",
+            _name(table),
+            table.location(),
+            other,
+        )
+        return []
+    cutoff = time.time() - older_than.total_seconds()
+    old = [f for f in unreferenced if f.mtime is not None and f.mtime.timestamp() < cutoff]
+    if not old:
+        return []
+    # read the metadata again: a commit since the listing may have come to reference an old file (a write that
+    # took longer than the safety age); nothing is deleted that the table, as committed now, uses
+    still = {f.path for f in _unreferenced(table, old)}
+    removed = []
+    for info in old:
+        if info.path not in still:
+            continue
+        try:
+            fs.delete_file(info.path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.warning("%s: could not delete orphan file %s: %s", _name(table), info.path, exc)
+            continue
+        removed.append(info.path)
+    if removed:
+        log.info(
+            "%s: removed %d orphan file(s) older than %s (written by commits that never happened)",
+            _name(table),
+            len(removed),
+            older_than,
+        )
+    return removed
+
+
+def _unreferenced(table: Table, listed: list[FileInfo]) -> list[FileInfo]:
+    """Those of ``listed`` (Iceberg's kinds of files only) that ``table``, read again, does not reference."""
+    table.refresh()
+    io = table.io
+    assert isinstance(io, PyArrowFileIO)
+    keep = {io.parse_location(p, io.properties)[2] for p in referenced_paths(table) | metadata_paths(table)}
+    return [
+        f for f in listed if f.type == FileType.File and f.path.endswith(ICEBERG_FILES) and f.path not in keep
+    ]
+
+
+def _other_table(fs: FileSystem, table: Table, metadata_files: list[FileInfo]) -> str | None:
+    """The uuid of another table whose metadata lives among ``metadata_files``, if any (an unreadable metadata
+    file counts as another table's: when in doubt, delete nothing)."""
+    own = str(table.metadata.table_uuid)
+    for info in metadata_files:
+        try:
+            with fs.open_input_stream(info.path) as stream:
+                head = stream.read(4096)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return f"(unreadable {info.path})"
+        if not head:  # a metadata file cut off by the crash before its first byte
+            continue
+        found = _UUID.search(head)
+        if found is None or found.group(1).decode() != own:
+            return found.group(1).decode() if found else f"(unknown, {info.path})"
+    return None
+
+
+def _name(table: Table) -> str:
+    return ".".join(table.name())
+
+
+__all__ = ["remove_orphans", "ICEBERG_FILES"]
