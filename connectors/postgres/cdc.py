@@ -161,6 +161,21 @@ class PostgresSource:
                 [found.found[ref] for ref in mapped],
                 default_name=self.publication == f"lakegate_{self.name}",
             )
+            fitted, refused = publications.fit(
+                self.sql, self.publication_info, [found.found[r] for r in mapped]
+            )
+            for ref in list(mapped):
+                oid = found.found[ref].oid
+                if oid in refused:
+                    self.missing[ref] = refused[oid]
+                    del mapped[ref]
+                elif fitted[oid] is not found.found[ref]:  # generated columns the stream will not carry
+                    found.found[ref] = fitted[oid]
+                    mapped[ref] = introspect.lake_schema(
+                        ref, fitted[oid].columns, fitted[oid].key, self.types, self.unbounded_numeric
+                    )
+            if not mapped:
+                raise SourceConfigError("cannot replicate: " + "; ".join(self.missing.values()))
             for ref, (schema, codecs) in mapped.items():
                 self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
                 self.map.add(ref, found.found[ref], self.tables[ref])

@@ -35,6 +35,7 @@ class SourceColumn:
     key: bool = False
     not_null: bool = False
     attnum: int | None = None  #: position in pg_attribute (survives renames); None when unknown
+    generated: bool = False  #: a stored generated column (published by PostgreSQL 18's publish_generated_columns)
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,11 @@ class SourceTable:
 
 _DESCRIBE = """
 SELECT c.oid::int8, c.relkind, c.relreplident, a.attname, a.atttypid::int8, a.atttypmod, a.attndims, a.attnotnull,
-       a.attnum, c.relpersistence, n.nspname, c.relname, c.relispartition
+       a.attnum, c.relpersistence, n.nspname, c.relname, c.relispartition, a.attgenerated = 's'
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-WHERE {where} AND a.attgenerated = ''
+WHERE {where} AND a.attgenerated <> 'v'
 ORDER BY a.attnum
 """
 
@@ -90,8 +91,8 @@ def _describe(conn: psycopg.Connection, where: str, params: tuple[object, ...]) 
     persistence, schema, name, partition = rows[0][9], rows[0][10], rows[0][11], rows[0][12]
     key = tuple(r[0] for r in conn.execute(_KEY, (oid, replident == "i")).fetchall())
     columns = tuple(
-        SourceColumn(name, typ, typmod, ndims, name in key, notnull, attnum)
-        for _, _, _, name, typ, typmod, ndims, notnull, attnum, *_ in rows
+        SourceColumn(name, typ, typmod, ndims, name in key, notnull, attnum, bool(generated))
+        for _, _, _, name, typ, typmod, ndims, notnull, attnum, *_, generated in rows
     )
     return SourceTable(TableRef(schema, name), oid, relkind, replident, columns, key, persistence, partition)
 

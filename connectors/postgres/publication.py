@@ -12,6 +12,7 @@ filters (the initial copy would not match them); otherwise the worker stops with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,7 +83,10 @@ def sync(conn: psycopg.Connection, name: str, tables: Sequence[SourceTable], *, 
 
 
 def _options(conn: psycopg.Connection) -> sql.Composable:
-    return sql.SQL("publish = 'insert, update, delete, truncate', publish_via_partition_root = false")
+    options = "publish = 'insert, update, delete, truncate', publish_via_partition_root = false"
+    if conn.info.server_version >= 180000:
+        options += ", publish_generated_columns = stored"
+    return sql.SQL(options)  # type: ignore[arg-type]
 
 
 def _create(conn: psycopg.Connection, name: str, tables: Sequence[SourceTable]) -> None:
@@ -125,7 +129,7 @@ def _keep_exact(
         names = sql.SQL(", ").join(sql.SQL(n) for n in drop)  # already quoted by format('%I.%I')
         conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}").format(pub, names))
         log.info("publication %s: dropped %s", name, ", ".join(drop))
-    if not all(actions.values()) or via_root:
+    if not all(actions.values()) or via_root or (conn.info.server_version >= 180000 and not generated):
         conn.execute(sql.SQL("ALTER PUBLICATION {} SET ({})").format(pub, _options(conn)))
 
 
@@ -182,10 +186,96 @@ def _check(
             )
 
 
+def fit(
+    conn: psycopg.Connection, pub: Publication, tables: Sequence[SourceTable]
+) -> tuple[dict[int, SourceTable], dict[int, str]]:
+    """Each table as the publication carries it, by oid, and the tables it cannot carry whole (oid -> why).
+
+    Stored generated columns the publication does not publish (PostgreSQL before 18 publishes none; 18 with
+    ``publish_generated_columns = stored``) are left out of the lake, with a warning naming table and column:
+    the stream would not keep them. A column list that leaves out an ordinary column refuses the table (that
+    column would be lost). Virtual generated columns (PostgreSQL 18), which no publication carries and which
+    hold no data, are named in a warning."""
+    published = _published_columns(conn, pub.name, tables)
+    fitted: dict[int, SourceTable] = {}
+    refused: dict[int, str] = {}
+    for table in tables:
+        names = published.get(table.oid)
+        if names is None:  # no column lists before PostgreSQL 15; generated columns published from 18 on
+            names = {c.name for c in table.columns if not c.generated or pub.generated}
+        lost = [c.name for c in table.columns if not c.generated and c.name not in names]
+        if lost:
+            refused[table.oid] = (
+                f"publication {pub.name!r} leaves column(s) {', '.join(map(repr, lost))} of {table.ref} out (a "
+                f"column list): the lake would lose them. As its owner run ALTER PUBLICATION {pub.name} DROP TABLE "
+                f"{table.ref}, then ALTER PUBLICATION {pub.name} ADD TABLE {table.ref} (without a column list)"
+            )
+            continue
+        for column in table.columns:
+            if column.generated and column.name not in names:
+                log.warning("%s", _unpublished(conn, pub, table, column.name))
+        kept = tuple(c for c in table.columns if c.name in names)
+        fitted[table.oid] = (
+            dataclasses.replace(table, columns=kept) if len(kept) < len(table.columns) else table
+        )
+    if conn.info.server_version >= 180000:
+        for oid, name in conn.execute(
+            "SELECT attrelid::int8, attname FROM pg_catalog.pg_attribute WHERE attrelid = ANY(%s::oid[]) "
+            "AND attgenerated = 'v' AND NOT attisdropped ORDER BY attrelid, attnum",
+            ([t.oid for t in tables],),
+        ).fetchall():
+            ref = next(t.ref for t in tables if t.oid == oid)
+            log.warning(
+                "virtual generated column %r of %s is not in the lake: PostgreSQL computes it when it is read and "
+                "cannot publish it. Compute it in queries of the lake, or make it a STORED generated column "
+                "(drop it and add it again with STORED) to replicate it",
+                name,
+                ref,
+            )
+    return fitted, refused
+
+
+def _unpublished(conn: psycopg.Connection, pub: Publication, table: SourceTable, column: str) -> str:
+    left_out = f"generated column {column!r} of {table.ref} is left out of the lake"
+    if conn.info.server_version < 180000:
+        return (
+            f"{left_out}: PostgreSQL before 18 does not publish generated columns (18 does, with "
+            "publish_generated_columns = stored)"
+        )
+    return (
+        f"{left_out}: publication {pub.name!r} does not publish it. As its owner run ALTER PUBLICATION {pub.name} "
+        f"SET (publish_generated_columns = stored), then stop the worker and run 'lakegate maintain --resnapshot "
+        f"{table.ref}' to copy the table with the column"
+    )
+
+
+def _published_columns(
+    conn: psycopg.Connection, name: str, tables: Sequence[SourceTable]
+) -> dict[int, set[str]]:
+    """The columns the publication publishes of each table (through its partitions or root, as published);
+    empty before PostgreSQL 15, whose catalog does not say."""
+    if conn.info.server_version < 150000:
+        return {}
+    rows = conn.execute(
+        "SELECT c.oid::int8, t.attnames FROM pg_catalog.pg_publication_tables t "
+        "JOIN pg_catalog.pg_namespace n ON n.nspname = t.schemaname "
+        "JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename WHERE t.pubname = %s",
+        (name,),
+    ).fetchall()
+    by_oid = {int(o): set(names or ()) for o, names in rows}
+    out: dict[int, set[str]] = {}
+    for table in tables:
+        family = [int(o) for (o,) in conn.execute(_FAMILY, (table.oid, table.oid)).fetchall()]
+        entries = [by_oid[o] for o in family if o in by_oid]
+        if entries:
+            out[table.oid] = set.intersection(*entries)
+    return out
+
+
 #: a table and its partitions
 _FAMILY = (
     "SELECT %s::int8 UNION SELECT relid::int8 FROM pg_catalog.pg_partition_tree(%s::oid::regclass)"
 )
 
 
-__all__ = ["Publication", "sync"]
+__all__ = ["Publication", "fit", "sync"]

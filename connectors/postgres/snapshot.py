@@ -64,6 +64,8 @@ def copy_query(table: SourceTable, columns: list[str]) -> sql.Composed:
     ident = sql.Identifier(table.ref.schema, table.ref.name)
     if table.relkind == "p":  # COPY TO does not read partitioned tables directly
         return sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT").format(cols, ident)
+    if any(c.generated for c in table.columns):  # COPY's column list refuses generated columns
+        return sql.SQL("COPY (SELECT {} FROM ONLY {}) TO STDOUT").format(cols, ident)
     return sql.SQL("COPY {} ({}) TO STDOUT").format(ident, cols)
 
 
