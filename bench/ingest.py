@@ -36,8 +36,10 @@ FILL = (
 )
 
 
-def config(root: Path, dsn: str, table: str, slot: str, interval: str = "1s") -> Path:
+def config(root: Path, dsn: str, table: str | list[str], slot: str, interval: str = "1s") -> Path:
     path = root / f"{slot}.toml"
+    tables = [table] if isinstance(table, str) else table
+    replicate = ", ".join(f'"public.{t}"' for t in tables)
     path.write_text(f"""
 [lake]
 catalog_uri = "sqlite:///{root}/catalog.db"
@@ -45,7 +47,7 @@ warehouse = "{root}/warehouse"
 [[sources]]
 name = "pg"
 dsn = "{dsn}"
-replicate = ["public.{table}"]
+replicate = [{replicate}]
 slot = "{slot}"
 publication = "{slot}"
 [ingest]
@@ -187,7 +189,12 @@ def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tup
         wait_confirmed(conn, "lakegate_fresh", target)
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
-    table = catalog.load_table("public.fresh__changelog")
+    return visible_after(catalog, "public.fresh", start_lsn), rss
+
+
+def visible_after(catalog, name: str, start_lsn: int) -> list[float]:  # type: ignore[no-untyped-def]
+    """Seconds from each source commit after ``start_lsn`` to the change-log commit that made it visible."""
+    table = catalog.load_table(f"{name}__changelog")
     stamps = sorted(
         (int(s.summary.additional_properties["lakegate.lsn"]), s.timestamp_ms)
         for s in table.snapshots()
@@ -203,7 +210,70 @@ def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tup
     for lsn, committed_at in commits:
         visible_ms = next(ms for stamp, ms in stamps if stamp >= lsn)
         delays.append(visible_ms / 1000 - committed_at)
-    return delays, rss
+    return delays
+
+
+def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) -> dict[str, float]:
+    """``tables`` tables, each receiving ``rate`` changes/s (one 5-row insert transaction every 5/rate s, the
+    tables' transactions spread evenly), for ``seconds``, one worker replicating all of them with the default
+    commit interval: freshness of every change, how long the worker needs after the load stops, peak RSS."""
+    names = [f"many_{i:03d}" for i in range(tables)]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in names:
+            conn.execute(TABLE.format(name))
+            conn.execute(FILL.format(name), (1, 100))
+    worker = Worker(config(root, dsn, names, "lakegate_many"), root / "many.log")
+    worker.wait_for("streaming from slot", timeout=1800)
+    per_txn = 5
+    interval = per_txn / rate / tables  # between two transactions, over all tables
+    next_id = dict.fromkeys(names, 1000)
+    sent = 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        start_lsn = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        began = tick = time.monotonic()
+        behind = 0.0
+        while tick < began + seconds:
+            name = names[sent % tables]
+            conn.execute(FILL.format(name), (next_id[name], next_id[name] + per_txn - 1))
+            next_id[name] += per_txn
+            sent += 1
+            tick += interval
+            lag = tick - time.monotonic()
+            if lag > 0:
+                time.sleep(lag)
+            else:
+                behind = max(behind, -lag)
+        load_end = time.monotonic()
+        target = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        wait_confirmed(conn, "lakegate_many", target)
+        caught_up = time.monotonic() - load_end
+    rss = worker.stop()
+    catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
+    delays = [d for name in names for d in visible_after(catalog, f"public.{name}", start_lsn)]
+    return {
+        "p50": percentile(delays, 50),
+        "p99": percentile(delays, 99),
+        "rate": sent * per_txn / (load_end - began),
+        "generator_behind": behind,
+        "catch_up": caught_up,
+        "rss": rss,
+    }
+
+
+def many_tables_rows(dsn: str, root: Path, args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
+    many = many_tables(dsn, root, args.tables, args.table_rate, args.tables_seconds)
+    label = f"{args.tables} tables x {args.table_rate:g} changes/s ({many['rate']:,.0f} changes/s sent)"
+    return [
+        (f"freshness p50, {label}", f"{many['p50']:.2f} s", "", ""),
+        (f"freshness p99, {label}", f"{many['p99']:.2f} s", "target 3 s", ""),
+        (
+            "caught up after the load stopped",
+            f"{many['catch_up']:.1f} s",
+            f"load generator at most {many['generator_behind']:.2f} s behind its pace",
+            "",
+        ),
+        (f"worker peak RSS, {args.tables} tables", f"{many['rss'] / 2**20:,.0f} MiB", "", ""),
+    ]
 
 
 def main() -> None:
@@ -218,12 +288,19 @@ def main() -> None:
     )
     parser.add_argument("--fresh-seconds", type=float, default=30.0)
     parser.add_argument("--fresh-rate", type=int, default=5000)
+    parser.add_argument("--tables", type=int, default=200, help="tables of the many-tables row (0: no such row)")
+    parser.add_argument("--table-rate", type=float, default=25.0, help="changes/s per table in that row")
+    parser.add_argument("--tables-seconds", type=float, default=60.0, help="how long that row's load lasts")
+    parser.add_argument("--only-tables", action="store_true", help="measure the many-tables row only")
     args = parser.parse_args()
     root = workdir("lakegate-bench-ingest-")
     pg = start_postgres(root)
     dsn = pg.dsn()
     results: list[tuple[str, str, str, str]] = []
     try:
+        if args.only_tables:
+            results += many_tables_rows(dsn, root, args)
+            return
         with psycopg.connect(dsn, autocommit=True) as conn:
             for name in ("stream", "fresh"):
                 conn.execute(TABLE.format(name))
@@ -316,9 +393,12 @@ def main() -> None:
                 "",
             )
         )
+        # 4. many tables: per-table fixed costs
+        if args.tables:
+            results += many_tables_rows(dsn, root, args)
     finally:
         pg.stop("immediate")
-    print_table(f"lakegate ingest benchmark ({machine()}; PostgreSQL 18, fsync off)", results)
+        print_table(f"lakegate ingest benchmark ({machine()}; PostgreSQL 18, fsync off)", results)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ stops; a second one stops at once (nothing unconfirmed is lost: the server still
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import signal
@@ -50,6 +51,8 @@ from lakegate.ingest.upkeep import MaintenanceThread
 
 log = logging.getLogger("lakegate.ingest")
 
+COMMIT_THREADS = 4  #: tables of one flush committed at once
+_COMMITS = concurrent.futures.ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="lakegate-commit")
 BUSY_RETRY = 3.0  #: seconds between attempts to take the lease another worker holds
 IDLE_CUT_INTERVAL = 1.0  #: seconds between consistent cuts recorded while the source is idle
 
@@ -84,6 +87,7 @@ class Worker:
         self.leased = threading.Event()  #: set while this worker holds the source's lease (upkeep needs it)
         self.flushes = 0
         self.rows_written = 0
+        self._counting = threading.Lock()
         self.on_flush: Callable[[Flush], None] | None = None
         self.source: PostgresSource | None = None  #: while running, for status and tests
         self.committer: Committer | None = None
@@ -332,37 +336,50 @@ class Worker:
         self._cut_recorded = (lsn, time.monotonic())
 
     def _write(self, flush: Flush, source: PostgresSource) -> None:
-        """On the committer thread: each table's segments -> one change-log commit stamped with its position."""
+        """On the committer thread: each table's segments -> one change-log commit stamped with its position.
+
+        Tables commit side by side (``COMMIT_THREADS`` at once): a commit mostly waits for files and the catalog,
+        and a worker with hundreds of tables would otherwise spend each flush on them one after another. The
+        flush is confirmed only once every table has committed, as before."""
         by_table: dict[TableRef, list[Segment]] = {}
         for segment in flush.segments:
             by_table.setdefault(segment.ref, []).append(segment)
-        for ref, segments in by_table.items():
-            if self.status[ref].failed:
-                continue
-            table = self.lake[ref]
-            try:
-                data = apply.changes(table, segments, source, functools.partial(self._appended, ref))
-            except SchemaChangeError as exc:
-                source.fail_table(ref, segments[0].lsns[0])
-                self._table_failed(ref, exc)
-                continue
-            except ConversionError as exc:
-                source.fail_table(ref, segments[0].lsns[0])
-                self._table_failed(
-                    ref,
-                    ConversionError(
-                        f"{exc}. The change stays in the slot, so correcting the row is not enough: correct it in "
-                        f"PostgreSQL, stop the worker, run 'lakegate maintain --resnapshot {ref}' and start it "
-                        "again (the table is copied afresh, its older changes skipped; the other tables go on)"
-                    ),
-                )
-                continue
-            table.append(data, flush.positions[ref])
-            self._appended(ref, data.num_rows)
+        jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
+        if len(jobs) <= 1:
+            for ref, segments in jobs:
+                self._write_table(ref, segments, flush, source)
+            return
+        futures = [_COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs]
+        concurrent.futures.wait(futures)
+        for future in futures:
+            future.result()  # the first failure, once no commit of this flush is still running
+
+    def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
+        table = self.lake[ref]
+        try:
+            data = apply.changes(table, segments, source, functools.partial(self._appended, ref))
+        except SchemaChangeError as exc:
+            source.fail_table(ref, segments[0].lsns[0])
+            self._table_failed(ref, exc)
+            return
+        except ConversionError as exc:
+            source.fail_table(ref, segments[0].lsns[0])
+            self._table_failed(
+                ref,
+                ConversionError(
+                    f"{exc}. The change stays in the slot, so correcting the row is not enough: correct it in "
+                    f"PostgreSQL, stop the worker, run 'lakegate maintain --resnapshot {ref}' and start it "
+                    "again (the table is copied afresh, its older changes skipped; the other tables go on)"
+                ),
+            )
+            return
+        table.append(data, flush.positions[ref])
+        self._appended(ref, data.num_rows)
 
     def _appended(self, ref: TableRef, rows: int) -> None:
-        self.status[ref].rows_appended += rows
-        self.rows_written += rows
+        with self._counting:  # tables commit on several threads
+            self.status[ref].rows_appended += rows
+            self.rows_written += rows
 
     def _table_failed(self, ref: TableRef, exc: Exception) -> None:
         if self.status[ref].failed is None:

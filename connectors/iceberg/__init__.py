@@ -1,0 +1,3 @@
+from lakegate.connectors.iceberg import txncache
+
+txncache.install()  # before any lake write (see txncache)

@@ -3,6 +3,7 @@ and the evolution of an existing table when the source schema changes."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,8 +59,12 @@ def _fields(schema: TableSchema, kind: str) -> list[tuple[str, pa.DataType, bool
     return fields
 
 
+@functools.lru_cache(maxsize=4096)
 def lake_schema(schema: TableSchema, kind: str) -> Schema:
-    """The Iceberg schema of the state (key columns are identifier fields) or change-log table."""
+    """The Iceberg schema of the state (key columns are identifier fields) or change-log table.
+
+    Cached: every commit plans its table's schema against it (a few milliseconds to build, per table and
+    commit, which a worker with hundreds of tables would spend again and again); Iceberg schemas are immutable."""
     counter = itertools.count(1)
     fields = _fields(schema, kind)
     top_ids = [next(counter) for _ in fields]
