@@ -57,18 +57,28 @@ def test_stored_generated_columns_are_replicated_in_snapshot_and_stream(
     assert_readers_equal_source(pg, settings, "public.items")  # the stream
 
 
-def test_a_stored_generated_column_added_while_streaming_is_replicated(pg, pg_dsn, lake_dir) -> None:
+def test_stored_generated_and_identity_columns_added_while_streaming_are_replicated(
+    pg, pg_dsn, lake_dir, caplog
+) -> None:
+    """Both rewrite the table (PostgreSQL computes a value for every existing row): the table is copied again."""
     _needs_18(pg)
+    caplog.set_level(logging.INFO, logger="lakegate")
     pg.execute("CREATE TABLE t (id int PRIMARY KEY, a int)")
     pg.execute("INSERT INTO t SELECT g, g FROM generate_series(1, 300) g")
     settings = make_settings(pg_dsn, lake_dir, ["public.t"])
     with running_worker(settings):
         wait_caught_up(pg)
-        pg.execute("ALTER TABLE t ADD COLUMN doubled int GENERATED ALWAYS AS (a * 2) STORED")  # rewrites t
+        pg.execute("ALTER TABLE t ADD COLUMN doubled int GENERATED ALWAYS AS (a * 2) STORED")
         pg.execute("UPDATE t SET a = -a WHERE id <= 10")
         wait_caught_up(pg)
-    assert "doubled" in _lake_columns(settings, "public.t")
+        pg.execute("ALTER TABLE t ADD COLUMN serial_no int GENERATED ALWAYS AS IDENTITY")
+        pg.execute("UPDATE t SET a = 0 WHERE id BETWEEN 20 AND 30")
+        pg.execute("INSERT INTO t (id, a) VALUES (1000, 1)")
+        wait_caught_up(pg)
+    assert {"doubled", "serial_no"} <= _lake_columns(settings, "public.t")
     assert_readers_equal_source(pg, settings, "public.t")
+    copies = [r.getMessage() for r in caplog.records if "copying public.t again" in r.getMessage()]
+    assert len(copies) == 2, copies
 
 
 def test_what_a_publication_does_not_carry_is_named(pg, pg_dsn, lake_dir, caplog) -> None:

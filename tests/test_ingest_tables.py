@@ -120,3 +120,12 @@ def test_tables_replication_cannot_see_are_refused_at_start(pg, pg_dsn, lake_dir
     settings = make_settings(pg_dsn, lake_dir, ["public.fine", "public.odd"])
     with pytest.raises(SourceConfigError, match=message):
         Worker(settings.lake, settings.sources[0], settings.ingest).run()  # refused, not retried
+
+
+def test_a_temporary_table_is_refused_at_start(pg, pg_dsn, lake_dir) -> None:
+    pg.execute("CREATE TABLE fine (id int PRIMARY KEY)")
+    pg.execute("CREATE TEMPORARY TABLE odd (id int PRIMARY KEY)")  # lives as long as this session
+    (schema,) = pg.execute("SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
+    settings = make_settings(pg_dsn, lake_dir, ["public.fine", f"{schema}.odd"])
+    with pytest.raises(SourceConfigError, match=f"{schema}.odd is a temporary table"):
+        Worker(settings.lake, settings.sources[0], settings.ingest).run()  # refused, not retried
