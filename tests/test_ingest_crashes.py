@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from lakegate.connectors.iceberg import orphans
 from lakegate.connectors.iceberg.references import metadata_paths, referenced_paths
@@ -136,3 +137,63 @@ def test_orphan_removal_leaves_a_location_another_table_shares_alone(tmp_path) -
     stray.write_bytes(b"PAR1")
     assert orphans.remove_orphans(lonely, timedelta(0)) == [str(stray)]
     assert lonely.scan().to_arrow().num_rows == 3
+
+
+def _unreferenced_data(settings, warehouse: Path, older_than: float) -> set[str]:  # type: ignore[no-untyped-def]
+    """Data files and manifests on disk that no snapshot references, written more than ``older_than`` s ago."""
+    cutoff = time.time() - older_than
+    return {
+        p
+        for p in _files(warehouse) - _referenced(settings)
+        if p.endswith((".parquet", ".avro")) and Path(p).exists() and Path(p).stat().st_mtime < cutoff
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("point", "n"),
+    [
+        # compaction has written its files and not committed them
+        ("lakegate.connectors.iceberg.maintenance:write_files", 1),
+        # expiry has committed and not deleted the files only the expired snapshots used
+        ("lakegate.connectors.iceberg.maintenance:referenced_paths", 2),
+    ],
+    ids=["compaction", "expiry"],
+)
+def test_a_kill_during_upkeep_loses_nothing_and_its_leftovers_are_removed(
+    pg, pg_dsn, lake_dir, tmp_path, point: str, n: int
+) -> None:
+    from tests.test_ingest_faults import Workload
+
+    _setup(pg)
+    pg.execute("ALTER TABLE orders ADD COLUMN at timestamptz")  # the fault suite's workload writes it
+    settings = make_settings(pg_dsn, lake_dir, TABLES, commit_interval="0.1s")
+    config = write_config(settings, tmp_path / "lakegate.toml")
+    upkeep_now = {"LAKEGATE_INGEST__MAINTENANCE_INTERVAL": "2s", "LAKEGATE_INGEST__SNAPSHOT_EXPIRY": "1s"}
+    with Workload(pg_dsn, seed=11) as workload:
+        worker = Proc(
+            [point, str(n), "ingest", "--config", str(config)],
+            tmp_path / "killed.log",
+            env=upkeep_now,
+            module="tests.killpoint",
+        )
+        code = worker.wait(180)
+        assert code == -signal.SIGKILL and "killpoint:" in worker.output(), (
+            f"the worker should have died in its upkeep (exit {code}):\n{worker.output()[-3000:]}"
+        )
+        assert workload.transactions > 10
+    warehouse = Path(settings.lake.warehouse)
+    left = _unreferenced_data(settings, warehouse, 0)
+    assert left, "the kill should leave files no snapshot references"
+    time.sleep(1.5)
+    recovery = make_settings(
+        pg_dsn, lake_dir, TABLES, maintenance_interval="1s", orphan_age="1s", snapshot_expiry="1s"
+    )
+    with running_worker(recovery):
+        wait_caught_up(pg, timeout=120)
+        wait_for(lambda: not left & _files(warehouse), 60, "upkeep to remove what the kill left")
+        wait_for(lambda: not _unreferenced_data(settings, warehouse, 3), 60, "no old unreferenced files")
+        wait_caught_up(pg)
+    for name in TABLES:
+        assert_lake_equals_source(pg, settings, name)
+        _assert_no_duplicates(settings, name)
