@@ -65,7 +65,10 @@ def maintain_table(
     if expire and cfg.orphan_age:
         for lake in (table.changelog, table.state):
             if lake is not None:
-                orphans.remove_orphans(lake, timedelta(seconds=cfg.orphan_age))
+                # files wait orphan_age anyway: look at most hourly (sooner only when the age is shorter)
+                orphans.remove_orphans(
+                    lake, timedelta(seconds=cfg.orphan_age), every=min(3600.0, cfg.orphan_age)
+                )
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:

@@ -33,12 +33,21 @@ log = logging.getLogger(__name__)
 
 #: what Iceberg writes under a table's location; anything else there is not ours to delete
 ICEBERG_FILES = (".parquet", ".avro", ".metadata.json", ".puffin", ".stats")
+_LAST_PASS: dict[str, float] = {}  #: table uuid -> when this process last looked for its orphans (monotonic)
 _UUID = re.compile(rb'"table-uuid"\s*:\s*"([0-9a-fA-F-]+)"')
 
 
-def remove_orphans(table: Table, older_than: timedelta) -> list[str]:
+def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -> list[str]:
     """Delete the files under ``table``'s location that it does not reference and that are older than
-    ``older_than``; returns their paths. Raises LakeError when the location cannot be listed."""
+    ``older_than``; returns their paths. Raises LakeError when the location cannot be listed.
+
+    With ``every``, a table this process looked at less than ``every`` seconds ago is skipped: reading which
+    files a table references opens every manifest of every snapshot it keeps, too much to repeat at each
+    maintenance round for files that must wait days anyway."""
+    last = _LAST_PASS.get(str(table.metadata.table_uuid))
+    if every and last is not None and time.monotonic() - last < every:
+        return []
+    _LAST_PASS[str(table.metadata.table_uuid)] = time.monotonic()
     io = table.io
     if not isinstance(io, PyArrowFileIO):  # fsspec: no listing we can rely on
         log.info("%s: orphan files are not removed with %s", _name(table), type(io).__name__)
