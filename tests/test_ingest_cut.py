@@ -1,7 +1,8 @@
 """Issue 11.8: a query that reads several lake tables sees them all at one source position (a consistent cut).
 
-The worker commits a flush one table at a time. The test holds the worker between its commit of one table of a
-two-table transaction and its commit of the other, and asks the gateway (real HTTP) in that window: both tables
+The worker commits the tables of a flush side by side, each on its own. The test holds the worker's commit of one
+table of a two-table transaction until the other table has committed, and asks the gateway (real HTTP) in that
+window: both tables
 must still be before the transaction, and the response says the position it read at (``source_lsn``). Then the
 worker goes on, and both tables are after it, at a later position.
 """
@@ -75,8 +76,9 @@ def test_a_two_table_transaction_is_seen_whole_or_not_at_all(
             pg.execute("INSERT INTO a VALUES (6, 0)")
             pg.execute("INSERT INTO b VALUES (6, 0)")
         assert held.wait(60), "the worker did not reach its commit of table b"
-        # table a is committed with the transaction, table b is not: the failure the cut prevents is there
-        assert _changes_in_log(settings, "public.a") > log_a
+        # table a is committed with the transaction (its commit runs beside b's), table b is not: the failure
+        # the cut prevents is there
+        wait_for(lambda: _changes_in_log(settings, "public.a") > log_a, what="the commit of table a")
         assert _changes_in_log(settings, "public.b") == log_b
         during, lsn_during = _ask(client)
         assert during == before, "the gateway saw table a after the transaction and table b before it"
