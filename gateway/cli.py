@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -178,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     scripts: list[tuple[str, str]] = args.script or []
     interactive = not scripts and sys.stdin.isatty()
+    if interactive:
+        # Ctrl-C cancels the running query, as in psql, even when started from a shell that ignores SIGINT for
+        # its background jobs (Python then leaves SIGINT ignored)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     session = Session(conn, args, interactive, COMMANDS)
     try:
         if scripts:
