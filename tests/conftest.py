@@ -49,10 +49,9 @@ def pg_dsn(pg_server: embedded.EmbeddedPostgres) -> Iterator[str]:
     with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     yield pg_server.dsn(name)
-    with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
-        # a slot still held by a dying worker may refuse; the session server is discarded at the end anyway
-        with contextlib.suppress(psycopg.Error):
-            _drop_database(admin, name)
+    # a slot still held by a dying worker may refuse; the session server is discarded at the end anyway
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as admin, contextlib.suppress(psycopg.Error):
+        _drop_database(admin, name)
 
 
 @pytest.fixture

@@ -19,7 +19,11 @@ CASES = [
     ("WITH a AS (SELECT 1), b AS (SELECT * FROM a) SELECT * FROM b", ["a", "b"], []),
     ("SELECT * FROM (WITH x AS (SELECT 1) SELECT * FROM x) s, x", ["x"], ["x"]),
     ("SELECT (WITH x AS (SELECT 1) SELECT * FROM x), (SELECT * FROM x)", ["x"], ["x"]),
-    ("WITH x AS (SELECT 1) SELECT 1 WHERE EXISTS (SELECT * FROM x) AND 1 IN (SELECT 1 FROM pg.public.x)", ["x"], ["pg.public.x"]),
+    (
+        "WITH x AS (SELECT 1) SELECT 1 WHERE EXISTS (SELECT * FROM x) AND 1 IN (SELECT 1 FROM pg.public.x)",
+        ["x"],
+        ["pg.public.x"],
+    ),
     ("SELECT * FROM t, LATERAL (SELECT * FROM t) s", [], ["t", "t"]),
     ("WITH a AS (SELECT 1) SELECT * FROM a UNION SELECT * FROM a", ["a", "a"], []),
     ("(WITH a AS (SELECT 1) SELECT * FROM a) UNION SELECT * FROM a", ["a"], ["a"]),
@@ -27,7 +31,11 @@ CASES = [
     ('WITH a AS (SELECT 1) SELECT * FROM "A"', [], ['"A"']),
     ("WITH a AS (SELECT 1) SELECT * FROM public.a", [], ["public.a"]),
     ("WITH RECURSIVE t AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t", ["t", "t"], []),
-    ("WITH RECURSIVE t AS ((SELECT 1 AS n) UNION ALL (SELECT n + 1 FROM t JOIN u ON true)) SELECT * FROM t", ["t", "t"], ["u"]),
+    (
+        "WITH RECURSIVE t AS ((SELECT 1 AS n) UNION ALL (SELECT n + 1 FROM t JOIN u ON true)) SELECT * FROM t",
+        ["t", "t"],
+        ["u"],
+    ),
     ("WITH c AS (SELECT 1) SELECT * FROM (WITH c AS (SELECT * FROM c) SELECT * FROM c) s", ["c", "c"], []),
 ]
 
@@ -130,10 +138,9 @@ def test_planning_is_interrupted_at_its_deadline_and_nothing_is_left_pending() -
         assert sum(range(3_000_000)) > 0  # no exception was left pending for this thread
         # a shielded block (I/O, locks) is never interrupted; a deadline that passed in it ends the region after
         finished = False
-        with pytest.raises(Interrupted), interruptible(time.monotonic() + 0.05, watchdog):
-            with shielded():
-                time.sleep(0.3)
-                finished = True
+        with pytest.raises(Interrupted), interruptible(time.monotonic() + 0.05, watchdog), shielded():
+            time.sleep(0.3)
+            finished = True
         assert finished
         with interruptible(time.monotonic() + 30, watchdog):  # in time: no trace of the earlier regions
             assert sqlglot.parse_one("SELECT 1", read="postgres") is not None

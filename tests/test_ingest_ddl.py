@@ -10,8 +10,8 @@ import logging
 import psycopg
 import pyarrow.compute as pc
 
-from tests.lakehelp import lake_table, make_settings, running_worker, wait_caught_up
 from tests.lakecheck import assert_readers_equal_source
+from tests.lakehelp import lake_table, make_settings, running_worker, wait_caught_up
 
 BIG = "repeat(md5(id::text), 400)"  # ~13 kB: stored out of line (TOAST), not resent by updates that keep it
 

@@ -15,6 +15,7 @@ import pytest
 from lakegate.connectors.errors import CommitConflict
 from lakegate.connectors.iceberg import writer
 from lakegate.connectors.iceberg.references import referenced_paths
+from tests.lakecheck import assert_readers_equal_source
 from tests.lakehelp import (
     assert_lake_equals_source,
     lake_table,
@@ -23,7 +24,6 @@ from tests.lakehelp import (
     wait_caught_up,
     wait_for,
 )
-from tests.lakecheck import assert_readers_equal_source
 from tests.procs import Proc, write_config
 from tests.test_ingest_faults import Workload, _assert_no_duplicates
 
@@ -128,7 +128,9 @@ def test_resnapshot_is_refused_while_a_worker_holds_the_lease(pg, pg_dsn, lake_d
     with running_worker(settings):
         wait_caught_up(pg)
         args = argparse.Namespace(resnapshot=["public.r"], fold=False, compact=False, expire_snapshots=False)
-        with psycopg.connect(pg_dsn, autocommit=True):
-            with pytest.raises(SourceConfigError, match="(is running|is active).*stop it before"):
-                maintain.run(settings.lake, settings.sources, settings.ingest, args)
+        with (
+            psycopg.connect(pg_dsn, autocommit=True),
+            pytest.raises(SourceConfigError, match="(is running|is active).*stop it before"),
+        ):
+            maintain.run(settings.lake, settings.sources, settings.ingest, args)
     assert lake_table(settings, "public.r").changelog is not None

@@ -20,7 +20,6 @@ from tests.lakehelp import (
     make_settings,
     running_worker,
     wait_caught_up,
-    wait_for,
 )
 from tests.procs import write_config
 

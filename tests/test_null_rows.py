@@ -12,7 +12,13 @@ from lakegate.connectors.postgres.engine import parse_csv
 from lakegate.connectors.postgres.snapshot import parse_text
 from lakegate.gateway.service import Gateway
 from tests.gateway_fixtures.harness import gateway_settings, pg_rows, rows_of
-from tests.lakehelp import assert_lake_equals_source, make_settings, running_worker, use_reader, wait_caught_up
+from tests.lakehelp import (
+    assert_lake_equals_source,
+    make_settings,
+    running_worker,
+    use_reader,
+    wait_caught_up,
+)
 
 SETUP = """
 CREATE TABLE notes (id int PRIMARY KEY, reason text);

@@ -22,10 +22,10 @@ from pyiceberg.types import LongType
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, TableRef, TableSchema
 from lakegate.connectors.iceberg import deletes, keyindex
+from lakegate.connectors.iceberg.commits import TABLE_PROPERTIES
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
 from lakegate.connectors.iceberg.schema import STATE, lake_schema
 from lakegate.connectors.iceberg.state import StateTable
-from lakegate.connectors.iceberg.commits import TABLE_PROPERTIES
 from tests.lakehelp import _assert_same, arrow_rows
 from tests.readers import SPARK_WARNINGS, SparkReader, readers, spark  # noqa: F401  (spark is a fixture)
 

@@ -7,6 +7,7 @@ import psycopg
 import pyarrow as pa
 
 from lakegate.connectors.iceberg import statesync
+from tests import first_version
 from tests.lakehelp import (
     _assert_same,
     arrow_rows,
@@ -17,7 +18,6 @@ from tests.lakehelp import (
     source_rows,
     wait_caught_up,
 )
-from tests import first_version
 from tests.readers import READERS
 
 

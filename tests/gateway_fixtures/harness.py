@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -55,10 +55,8 @@ def database(server: Any) -> Iterator[str]:
                     "WHERE slot_name = %s AND active_pid IS NOT NULL",
                     (slot,),
                 )
-                try:
+                with suppress(psycopg.Error):
                     admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-                except psycopg.Error:
-                    pass
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
