@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -58,22 +59,26 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
     else:
         return None
     left = types.of(node.this)
-    for a, b in pairs:
+    # how the left side must be read: once for all the values of an IN list
+    lefts: set[Callable[..., exp.Expr]] = set()
+    for _, b in pairs:
         right = types.of(b)
         if left is None or right is None or not (left.bpchar or right.bpchar):
             continue
-        if (
+        as_key = (
             left.bpchar
             and right.bpchar
             or left.bpchar
             and right.is_("varchar", "unknown")
             or (right.bpchar and left.is_("varchar", "unknown"))
-        ):
-            rewrap(a, functools.partial(_as_bpchar_key, typ=left), types)
-            rewrap(b, functools.partial(_as_bpchar_key, typ=right), types)
-        else:  # char(n) against text: the char side as text
-            rewrap(a, functools.partial(trimmed, typ=left), types)
-            rewrap(b, functools.partial(trimmed, typ=right), types)
+        )
+        # as char(n) keys, or (char(n) against text) the char side as text
+        lefts.add(_as_bpchar_key if as_key else trimmed)
+        rewrap(b, functools.partial(_as_bpchar_key if as_key else trimmed, typ=right), types)
+    if len(lefts) > 1:
+        raise refusal(node, "an IN list that compares a value both as char(n) and as text")
+    if lefts:
+        rewrap(node.this, functools.partial(lefts.pop(), typ=left), types)
     return None
 
 
