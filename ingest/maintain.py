@@ -58,10 +58,12 @@ def maintain_table(
         if trimmed:
             log.info("%s: removed %d change-log row(s) older than the retention", table.schema.table, trimmed)
     expiry = timedelta(seconds=cfg.snapshot_expiry)
-    if table.changelog is not None:
-        maintenance.run([table.changelog], do_compact=compact, do_expire=expire, expiry=expiry)
-    if table.state is not None:  # compacted with its deletes above, never as a plain table
-        maintenance.run([table.state], do_compact=False, do_expire=expire, expiry=expiry)
+    try:
+        if table.changelog is not None:
+            maintenance.run([table.changelog], do_compact=compact, do_expire=expire, expiry=expiry)
+    finally:  # a change-log compaction that lost a race holds back no expiry
+        if table.state is not None:  # compacted with its deletes above, never as a plain table
+            maintenance.run([table.state], do_compact=False, do_expire=expire, expiry=expiry)
     if expire and cfg.orphan_age:
         for lake in (table.changelog, table.state):
             if lake is not None:

@@ -120,18 +120,9 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
     if not victims:
         return Result()
     before = referenced_paths(table, victims)
-    for attempt in range(1, 5):  # the worker commits every second: a conflict is likely, and harmless
-        try:
-            table.maintenance.expire_snapshots().by_ids(sorted(victims)).commit()
-            break
-        except CommitFailedException as exc:
-            table.refresh()
-            victims = {s.snapshot_id for s in table.metadata.snapshots if s.snapshot_id in victims}
-            current = table.current_snapshot()
-            if current is not None:
-                victims.discard(current.snapshot_id)
-            if attempt == 4 or not victims:
-                raise CommitConflict(f"expiring snapshots of {'.'.join(table.name())} conflicted: {exc}") from exc
+    victims = _commit_expiry(table, victims)
+    if not victims:
+        return Result()
     table.refresh()
     after = referenced_paths(table)
     orphans = before - after
@@ -141,6 +132,25 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
         except (OSError, FileNotFoundError):
             log.warning("could not delete %s (no longer referenced); remove it by hand", path)
     return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
+
+
+def _commit_expiry(table: Table, victims: set[int]) -> set[int]:
+    """Commit the expiry of ``victims`` (those still there and not current); returns the snapshots expired."""
+    for attempt in range(1, 5):  # the worker commits every second: a conflict is likely, and harmless
+        try:
+            table.maintenance.expire_snapshots().by_ids(sorted(victims)).commit()
+            return victims
+        except CommitFailedException as exc:
+            table.refresh()
+            victims = {s.snapshot_id for s in table.metadata.snapshots if s.snapshot_id in victims}
+            current = table.current_snapshot()
+            if current is not None:
+                victims.discard(current.snapshot_id)
+            if attempt == 4:
+                raise CommitConflict(f"expiring snapshots of {'.'.join(table.name())} conflicted: {exc}") from exc
+            if not victims:
+                return victims
+    return victims
 
 
 def trim_changelog(changelog: Table, older_than: timedelta, folded_below: int | None) -> int:
@@ -170,11 +180,17 @@ def run(tables: list[Table], *, do_compact: bool, do_expire: bool, expiry: timed
     for table in tables:
         started = time.monotonic()
         result = Result()
+        lost: CommitConflict | None = None
         if do_compact:
-            result = compact(table)
+            try:
+                result = compact(table)
+            except CommitConflict as exc:  # lost to the writer: on a busy table it may every time, expire anyway
+                lost = exc
         if do_expire:
             expired = expire(table, expiry)
             result.snapshots_expired, result.files_deleted = expired.snapshots_expired, expired.files_deleted
+        if lost is not None:
+            raise lost
         name = ".".join(table.name())
         results[name] = result
         log.info("maintenance of %s: %s (%.2fs)", name, result, time.monotonic() - started)
