@@ -27,6 +27,7 @@ from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer, output_name
 
 _COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+_EQUALITY = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
 _PATTERNS = (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike, exp.SimilarTo)
 
 
@@ -58,6 +59,8 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
         pairs = [(node.this, projected)]
     else:
         return None
+    if _padded_literals(node, types):
+        return None
     left = types.of(node.this)
     # how the left side must be read: once for all the values of an IN list
     lefts: set[Callable[..., exp.Expr]] = set()
@@ -80,6 +83,40 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if lefts:
         rewrap(node.this, functools.partial(lefts.pop(), typ=left), types)
     return None
+
+
+def _padded_literals(node: exp.Expr, types: Typer) -> bool:
+    """``col = 'lit'`` (``<>``, ``IS [NOT] DISTINCT FROM``, ``IN ('a', 'b')``) on a char(n) column of the lake:
+    the literals padded to n instead of ``rtrim(col)`` on every row, so DuckDB compares the column with constants
+    (TPC-H Q19 on cached tables: 88 ms -> 23 ms). Exact because the lake holds every char(n) value padded to n
+    characters, as PostgreSQL stores it: ``rtrim(col) = rtrim(lit)`` exactly when ``col = rpad(rtrim(lit), n)``,
+    provided ``rtrim(lit)`` has at most n characters (a longer literal keeps the trimmed comparison)."""
+    if isinstance(node, exp.In):
+        column, literals = node.this, list(node.expressions)
+    elif isinstance(node, _EQUALITY):
+        column, literals = node.this, [node.expression]
+        if _text_literal(column):
+            column, literals = node.expression, [node.this]
+    else:
+        return False
+    typ = types.of(column)
+    if typ is None or not typ.bpchar or not typ.padded or typ.length is None or not literals:
+        return False
+    length = typ.length
+    if not all(_text_literal(x) and len(x.this.rstrip(" ")) <= length for x in literals):
+        return False
+    for literal in literals:
+        padded_text = literal.this.rstrip(" ").ljust(length)
+        rewrap(literal, functools.partial(_string, text=padded_text), types)
+    return True
+
+
+def _string(_: exp.Expr, text: str) -> exp.Expr:
+    return exp.Literal.string(text)
+
+
+def _text_literal(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
 
 
 def _single_projection(query: exp.Expr) -> exp.Expr | None:

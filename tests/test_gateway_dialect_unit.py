@@ -22,9 +22,18 @@ def _rewritten(sql: str) -> str:
 
 
 def test_an_in_list_trims_its_char_column_once_not_once_per_value() -> None:
-    sql = _rewritten("SELECT 1 FROM t WHERE c IN ('SM CASE', 'SM BOX', 'SM PACK  ', 'SM PKG')")
+    sql = _rewritten("SELECT 1 FROM t WHERE c IN ('SM CASE', 'SM BOX', 'SM PACK  ', 'a literal too long')")
     assert sql.upper().count("RTRIM(") == 1, sql
     assert "'SM PACK'" in sql  # a literal compared as char(n) loses its trailing spaces
+
+
+def test_char_column_against_literals_compares_the_column_as_stored_with_padded_literals() -> None:
+    sql = _rewritten("SELECT 1 FROM t WHERE c IN ('SM CASE', 'SM PACK  ', '') AND 'ab' = c AND c <> 'é'")
+    assert "RTRIM(" not in sql.upper(), sql
+    for literal in ("SM CASE", "SM PACK", "", "ab", "é"):
+        assert f"'{literal.ljust(10)}'" in sql, sql
+    mixed = _rewritten("SELECT 1 FROM t WHERE c IN ('ab', v)")  # not all literals: trimmed as before
+    assert mixed.upper().count("RTRIM(") == 2, mixed
 
 
 def test_an_in_list_of_char_columns_trims_each_side_once() -> None:

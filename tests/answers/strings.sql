@@ -34,6 +34,15 @@ SELECT id, string_to_array(t, ',') FROM {strs}
 SELECT id, t = v, t < v FROM {strs}
 SELECT id FROM {strs} WHERE c = 'ab'
 SELECT id FROM {strs} WHERE c = 'ab  '
+SELECT id FROM {strs} WHERE c IN ('ab', 'é', '', 'zzzzzzzz')
+SELECT id FROM {strs} WHERE c NOT IN ('ab  ', 'fox')
+SELECT id FROM {strs} WHERE c <> 'aaa'
+SELECT id FROM {strs} WHERE 'fox' = c
+SELECT id FROM {strs} WHERE c IS DISTINCT FROM 'ab'
+SELECT id FROM {strs} WHERE c IS NOT DISTINCT FROM ' x  '
+SELECT id FROM {strs} WHERE c IN ('zzzzzzzzz', 'ab')
+SELECT id FROM {strs} WHERE c = 'zzzzzzzz '
+SELECT id, c = 'q''t', c IN ('7', 'aaa') FROM {strs}
 SELECT id FROM {strs} WHERE c > 'a'
 SELECT id, c = v FROM {strs}
 SELECT count(DISTINCT c) FROM {strs}
