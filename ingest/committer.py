@@ -3,6 +3,8 @@
 At most one flush is being written and one waits: when the lake is slower than the source, handing over
 blocks, the reader stops reading and TCP pushes back on PostgreSQL instead of memory growing without bound.
 Completed flushes come back in order; only the reading thread talks to PostgreSQL, so it confirms them.
+:meth:`Committer.busy` lets the reader go on reading while a flush is written and hand over everything that
+arrived meanwhile as the next flush, as soon as the writer is free (see ``Worker._stream``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class Committer(threading.Thread):
         self._done: queue.Queue[Flush] = queue.Queue()
         self._error: BaseException | None = None
         self.in_flight = 0
+        self._submitted = 0
+        self._written = 0  #: flushes the writer has finished (written or failed)
 
     def run(self) -> None:
         while (flush := self._inbox.get()) is not None:
@@ -30,6 +34,8 @@ class Committer(threading.Thread):
             except BaseException as exc:  # handed to the reading thread, which raises it
                 self._error = exc
                 return
+            finally:
+                self._written += 1
             self._done.put(flush)
 
     def submit(self, flush: Flush) -> None:
@@ -39,9 +45,14 @@ class Committer(threading.Thread):
             try:
                 self._inbox.put(flush, timeout=0.2)
                 self.in_flight += 1
+                self._submitted += 1
                 return
             except queue.Full:
                 continue
+
+    def busy(self) -> bool:
+        """A flush is being written or waits to be (the reading thread's view; the writer only lowers it)."""
+        return self._written < self._submitted and self._error is None
 
     def completed(self) -> list[Flush]:
         """Flushes written since the last call, oldest first; raises what the writer failed with."""

@@ -32,6 +32,12 @@ class IngestSettings:
         3600.0,
         kind="duration",
     )
+    snapshot_keep: int = setting(
+        "Keep at most this many Iceberg snapshots per table besides snapshot_expiry's age rule (the newest ones, "
+        "and always the one the consistent cut reads): a commit costs more the more snapshots its table keeps, "
+        "and a busy table commits every second. Time travel reaches back this many commits at most (0 = no limit).",
+        100,
+    )
     changelog_retention: float = setting(
         "Change-log rows older than this are removed once the state table holds them (0 = keep every change).",
         0.0,

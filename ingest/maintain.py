@@ -13,12 +13,13 @@ import argparse
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from lakegate.connectors.changes import TableRef
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import LakeError, SourceConfigError
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import compaction, maintenance, orphans, statesync
+from lakegate.connectors.iceberg import compaction, cut, maintenance, orphans, statesync
 from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.ingest.config import IngestSettings
@@ -57,13 +58,17 @@ def maintain_table(
         trimmed = maintenance.trim_changelog(table.changelog, timedelta(seconds=retention), folded)
         if trimmed:
             log.info("%s: removed %d change-log row(s) older than the retention", table.schema.table, trimmed)
-    expiry = timedelta(seconds=cfg.snapshot_expiry)
+    rules: dict[str, Any] = {
+        "expiry": timedelta(seconds=cfg.snapshot_expiry),
+        "keep_at_most": cfg.snapshot_keep,
+        "cut": _cut_of(table) if expire else None,
+    }
     try:
         if table.changelog is not None:
-            maintenance.run([table.changelog], do_compact=compact, do_expire=expire, expiry=expiry)
+            maintenance.run([table.changelog], do_compact=compact, do_expire=expire, **rules)
     finally:  # a change-log compaction that lost a race holds back no expiry
         if table.state is not None:  # compacted with its deletes above, never as a plain table
-            maintenance.run([table.state], do_compact=False, do_expire=expire, expiry=expiry)
+            maintenance.run([table.state], do_compact=False, do_expire=expire, **rules)
     if expire and cfg.orphan_age:
         for lake in (table.changelog, table.state):
             if lake is not None:
@@ -71,6 +76,19 @@ def maintain_table(
                 orphans.remove_orphans(
                     lake, timedelta(seconds=cfg.orphan_age), every=min(3600.0, cfg.orphan_age)
                 )
+
+
+def _cut_of(table: LakeTable) -> int | None:
+    """The consistent cut recorded for the table's source (readers read the table as of it: its snapshot there
+    must not be expired); None without one."""
+    try:
+        properties = table.catalog.load_namespace_properties(table.namespace)
+    except Exception as exc:  # whatever the catalog raises: expire by age only this time
+        log.warning(
+            "%s: cannot read the consistent cut (%s); expiring snapshots by age only", table.schema.table, exc
+        )
+        return None
+    return cut.parse(properties).get(table.source)
 
 
 def _resnapshot(lake: LakeSettings, sources: Sequence[SourceSettings], refs: list[TableRef]) -> None:

@@ -6,6 +6,10 @@ One loop per source::
     fill unchanged TOAST values, append to the change log stamped with its position, and the same changes to the
     state table (position deletes)  ->  confirm the LSN to PostgreSQL
 
+The lake is written on a thread of its own (:mod:`lakegate.ingest.committer`) while the stream is read; when a
+flush takes longer than commit_interval, the reader reads on and the next flush takes everything that arrived
+meanwhile, as soon as the writer is free (its commits carry more changes, their fixed cost is paid less often).
+
 Transient faults (connection lost, server restart, slot busy, commit conflict) restart the loop with backoff;
 the lake's per-table checkpoints make the replay exact. The first SIGTERM/SIGINT finishes the current flush and
 stops; a second one stops at once (nothing unconfirmed is lost: the server still holds it).
@@ -36,7 +40,7 @@ from lakegate.connectors.errors import (
     TransientError,
 )
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import cut, registry
+from lakegate.connectors.iceberg import cut, flushcatalog, registry
 from lakegate.connectors.iceberg.evolution import STORAGE
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres.cdc import Flush, PostgresSource
@@ -281,6 +285,9 @@ class Worker:
                     if time.monotonic() - self._cut_recorded[1] >= IDLE_CUT_INTERVAL:
                         self._record_cut(idle)
 
+        def writer_free() -> bool:
+            return self.stopping.is_set() or not committer.busy()
+
         try:
             while True:
                 deadline = time.monotonic() + interval
@@ -290,6 +297,17 @@ class Worker:
                         self.cfg.max_batch_rows,
                         self.cfg.max_batch_bytes,
                         self.stopping.is_set,
+                        confirm,
+                    )
+                if committer.busy() and not self.stopping.is_set():
+                    # the lake is slower than commit_interval: read on, and hand over everything that arrived as
+                    # one flush the moment the writer is free (at a transaction boundary), so that each commit
+                    # carries more changes instead of flushes queuing up; full buffers hand over (and block) now
+                    source.poll(
+                        time.monotonic() + 3600.0,
+                        self.cfg.max_batch_rows,
+                        self.cfg.max_batch_bytes,
+                        writer_free,
                         confirm,
                     )
                 flush = source.take()
@@ -339,20 +357,23 @@ class Worker:
         """On the committer thread: each table's segments -> one change-log commit stamped with its position.
 
         Tables commit side by side (``COMMIT_THREADS`` at once): a commit mostly waits for files and the catalog,
-        and a worker with hundreds of tables would otherwise spend each flush on them one after another. The
-        flush is confirmed only once every table has committed, as before."""
+        and a worker with hundreds of tables would otherwise spend each flush on them one after another. With
+        the SQL catalog every table's new version becomes visible in one catalog transaction at the end
+        (:mod:`~lakegate.connectors.iceberg.flushcatalog`): all of the flush, or none of it. The flush is
+        confirmed only once every table has committed, as before."""
         by_table: dict[TableRef, list[Segment]] = {}
         for segment in flush.segments:
             by_table.setdefault(segment.ref, []).append(segment)
         jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
-        if len(jobs) <= 1:
-            for ref, segments in jobs:
-                self._write_table(ref, segments, flush, source)
-            return
-        futures = [_COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs]
-        concurrent.futures.wait(futures)
-        for future in futures:
-            future.result()  # the first failure, once no commit of this flush is still running
+        with flushcatalog.flush(self.catalog):
+            if len(jobs) <= 1:
+                for ref, segments in jobs:
+                    self._write_table(ref, segments, flush, source)
+                return
+            futures = [_COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs]
+            concurrent.futures.wait(futures)
+            for future in futures:
+                future.result()  # the first failure, once no commit of this flush is still running
 
     def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
         table = self.lake[ref]

@@ -1,4 +1,6 @@
-"""Open the lake's pyiceberg catalog from settings (SQL catalog on SQLite by default; PostgreSQL, REST, Glue)."""
+"""Open the lake's pyiceberg catalog from settings (SQL catalog on SQLite by default; PostgreSQL, REST, Glue).
+
+The SQL catalog is pyiceberg's, able to commit the tables of a flush together (:mod:`.flushcatalog`)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.catalog.sql import SqlCatalog
 
 from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg.flushcatalog import FlushCatalog
 
 
 def warehouse_uri(warehouse: str) -> str:
@@ -38,7 +40,7 @@ def open_catalog(name: str, catalog_uri: str, warehouse: str, extra: dict[str, A
             db = db.expanduser()
             db.parent.mkdir(parents=True, exist_ok=True)
             catalog_uri = f"sqlite:///{db.resolve()}"
-        return SqlCatalog(name, uri=catalog_uri, **props, **(extra or {}))
+        return FlushCatalog(name, uri=catalog_uri, **props, **(extra or {}))
     except Exception as exc:  # pyiceberg/sqlalchemy raise many types; all mean the catalog is unusable
         raise LakeError(
             f"cannot open the Iceberg catalog {catalog_uri!r} (warehouse {warehouse!r}): {exc}"

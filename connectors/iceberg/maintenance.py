@@ -24,6 +24,7 @@ from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
 from lakegate.connectors.errors import CommitConflict
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.iceberg.commits import checkpoint_of, stamp, write_files
+from lakegate.connectors.iceberg.cut import snapshot_at
 from lakegate.connectors.iceberg.references import referenced_paths
 
 log = logging.getLogger(__name__)
@@ -105,9 +106,14 @@ def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
         ) from exc
 
 
-def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result:
-    """Expire snapshots older than ``older_than`` (always keeping the newest ``keep_last``) and delete the files
-    that only they referenced."""
+def expire(
+    table: Table, older_than: timedelta, *, keep_last: int = 1, keep_at_most: int = 0, cut: int | None = None
+) -> Result:
+    """Expire snapshots older than ``older_than`` (always keeping the newest ``keep_last``), and with
+    ``keep_at_most`` all but the newest that many, and delete the files that only they referenced.
+
+    The snapshot a reader at the consistent cut ``cut`` reads (:func:`~.cut.snapshot_at`) and every newer one are
+    kept whatever the rules say."""
     table.refresh()
     snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
     cutoff_ms = int((datetime.now(UTC) - older_than).timestamp() * 1000)
@@ -115,6 +121,12 @@ def expire(table: Table, older_than: timedelta, *, keep_last: int = 1) -> Result
     victims = {
         s.snapshot_id for s in snapshots[: max(0, len(snapshots) - keep_last)] if s.timestamp_ms < cutoff_ms
     }
+    if keep_at_most > 0:
+        victims |= {s.snapshot_id for s in snapshots[: max(0, len(snapshots) - max(keep_at_most, keep_last))]}
+    at_cut = snapshot_at(table, cut) if cut is not None else None
+    if at_cut is not None:
+        victims -= {s.snapshot_id for s in snapshots if s.timestamp_ms >= at_cut.timestamp_ms}
+        victims.discard(at_cut.snapshot_id)
     if current is not None:
         victims.discard(current.snapshot_id)
     if not victims:
@@ -175,7 +187,15 @@ def file_count(table: Table) -> int:
     return len(list(table.scan().plan_files())) if table.current_snapshot() else 0
 
 
-def run(tables: list[Table], *, do_compact: bool, do_expire: bool, expiry: timedelta) -> dict[str, Result]:
+def run(
+    tables: list[Table],
+    *,
+    do_compact: bool,
+    do_expire: bool,
+    expiry: timedelta,
+    keep_at_most: int = 0,
+    cut: int | None = None,
+) -> dict[str, Result]:
     results = {}
     for table in tables:
         started = time.monotonic()
@@ -187,7 +207,7 @@ def run(tables: list[Table], *, do_compact: bool, do_expire: bool, expiry: timed
             except CommitConflict as exc:  # lost to the writer: on a busy table it may every time, expire anyway
                 lost = exc
         if do_expire:
-            expired = expire(table, expiry)
+            expired = expire(table, expiry, keep_at_most=keep_at_most, cut=cut)
             result.snapshots_expired, result.files_deleted = expired.snapshots_expired, expired.files_deleted
         if lost is not None:
             raise lost

@@ -1,0 +1,141 @@
+"""What one flush costs the lake writer when it touches many tables (issue 11.16), at the lake-writing layer: no
+PostgreSQL, each flush appends a small batch (5 inserted rows) to every table's change log and state table, as the
+worker's committer does.
+
+    python -m bench.commits [--tables 50] [--flushes 20] [--history 0] [--profile out.prof]
+
+Prints, per flush, the wall time and the process's CPU time, and per table commit (change log + state table
+count as one table commit) the milliseconds of each. ``--history N`` first gives every table N snapshots (the
+cost of a commit grows with the snapshots a table keeps). The machine may be shared: quote the load average
+with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import cProfile
+import datetime
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from bench.common import workdir
+from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Position, TableRef, TableSchema
+from lakegate.connectors.iceberg import flushcatalog
+from lakegate.connectors.iceberg.catalog import open_catalog
+from lakegate.connectors.iceberg.writer import LakeTable
+
+ROWS = 5
+
+
+def _schema(i: int) -> TableSchema:
+    columns = (
+        Column("id", pa.int64(), "bigint", key=True),
+        Column("name", pa.string(), "text"),
+        Column("amount", pa.float64(), "double precision"),
+        Column("at", pa.timestamp("us", tz="UTC"), "timestamptz"),
+        Column("flag", pa.bool_(), "boolean"),
+    )
+    return TableSchema(TableRef("public", f"many_{i:03d}"), columns, ("id",))
+
+
+def _rows(start: int, lsn: int) -> pa.Table:
+    ids = np.arange(start, start + ROWS, dtype=np.int64)
+    now = datetime.datetime.now(datetime.UTC)
+    return pa.table(
+        {
+            "id": ids,
+            "name": pa.array([f"n{i}" for i in ids]),
+            "amount": ids.astype(np.float64) / 3,
+            "at": pa.array([now] * ROWS, pa.timestamp("us", tz="UTC")),
+            "flag": pa.array([True] * ROWS),
+            OP: pa.array(["c"] * ROWS),
+            LSN: pa.array(np.full(ROWS, lsn, np.int64)),
+            SEQ: pa.array(np.arange(1, ROWS + 1, dtype=np.int64)),
+            COMMIT_TS: pa.array([now] * ROWS, pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def tables(root: Path, n: int) -> list[LakeTable]:
+    catalog = open_catalog("bench", f"sqlite:///{root / 'catalog.db'}", str(root / "warehouse"))
+    made = []
+    for i in range(n):
+        table = LakeTable(catalog, _schema(i))
+        table.create()
+        with table.snapshot(Position(1, 0), int(time.time() * 1e6)):
+            pass
+        table.refresh()
+        table.catch_up()
+        made.append(table)
+    return made
+
+
+POOL = concurrent.futures.ThreadPoolExecutor(4)
+
+
+def flush(lake: list[LakeTable], lsn: int, threads: int = 4, together: bool = True) -> None:
+    """As the worker's committer writes a flush: tables side by side, four at a time; ``together``: in one
+    catalog transaction."""
+    if together:
+        with flushcatalog.flush(lake[0].catalog):
+            flush(lake, lsn, threads, together=False)
+        return
+    if threads == 1:
+        for t in lake:
+            t.append(_rows(lsn * ROWS, lsn), Position(lsn, ROWS))
+        return
+    futures = [POOL.submit(t.append, _rows(lsn * ROWS, lsn), Position(lsn, ROWS)) for t in lake]
+    for future in futures:
+        future.result()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument("--flushes", type=int, default=20)
+    parser.add_argument(
+        "--history", type=int, default=0, help="flushes before measuring (snapshots per table)"
+    )
+    parser.add_argument("--threads", type=int, default=4, help="1: one table after another (for --profile)")
+    parser.add_argument("--per-table", action="store_true", help="one catalog transaction per table commit")
+    parser.add_argument("--profile", help="write a cProfile of the measured flushes here")
+    args = parser.parse_args()
+    root = workdir("lakegate-bench-commits-")
+    lake = tables(root, args.tables)
+    lsn = 10
+    for _ in range(args.history):
+        flush(lake, lsn, together=not args.per_table)
+        lsn += 1
+    profiler = cProfile.Profile() if args.profile else None
+    walls, cpus = [], []
+    for _ in range(args.flushes):
+        if profiler:
+            profiler.enable()
+        wall, cpu = time.perf_counter(), time.process_time()
+        flush(lake, lsn, args.threads, not args.per_table)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+        if profiler:
+            profiler.disable()
+        lsn += 1
+    if profiler:
+        profiler.dump_stats(args.profile)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    snapshots = len(lake[0].changelog.metadata.snapshots) if lake[0].changelog else 0  # type: ignore[union-attr]
+    print(
+        f"{args.tables} tables, {snapshots} snapshots each at the end, load {os.getloadavg()[0]:.2f}: "
+        f"flush median {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU; per table commit "
+        f"{wall * 1000 / args.tables:.1f} ms wall, {cpu * 1000 / args.tables:.1f} ms CPU"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The flush catalog (connectors/iceberg/flushcatalog.py): the table commits of one flush become visible in one
+catalog transaction, all or none, on a real SQLite catalog read by a second, plain pyiceberg catalog."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from lakegate.connectors.errors import CommitConflict
+from lakegate.connectors.iceberg import flushcatalog
+from lakegate.connectors.iceberg.catalog import open_catalog
+
+
+def _rows(*ids: int) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def _ids(catalog: SqlCatalog, name: str) -> list[int]:
+    return sorted(catalog.load_table(name).scan().to_arrow()["id"].to_pylist())
+
+
+@pytest.fixture
+def catalogs(tmp_path: Path) -> tuple[SqlCatalog, SqlCatalog]:
+    """(the writer's flush catalog, another reader/writer of the same database)."""
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    writer = open_catalog("lake", uri, str(tmp_path / "warehouse"))
+    assert isinstance(writer, flushcatalog.FlushCatalog)
+    writer.create_namespace("public")
+    for name in ("a", "b"):
+        writer.create_table(f"public.{name}", _rows().schema).append(_rows(1))
+    other = SqlCatalog("lake", uri=uri, warehouse=(tmp_path / "warehouse").as_uri())
+    return writer, other
+
+
+def test_the_tables_of_a_flush_become_visible_together(catalogs) -> None:  # type: ignore[no-untyped-def]
+    writer, other = catalogs
+    a, b = writer.load_table("public.a"), writer.load_table("public.b")
+    with flushcatalog.flush(writer):
+        a.append(_rows(2))
+        a.append(_rows(3))  # twice in one flush: the second builds on the first
+        b.append(_rows(20))
+        assert _ids(writer, "public.a") == [1, 2, 3], "the flush reads what it staged"
+        assert _ids(other, "public.a") == [1] and _ids(other, "public.b") == [1], "nothing visible before the end"
+    assert _ids(other, "public.a") == [1, 2, 3]
+    assert _ids(other, "public.b") == [1, 20]
+    assert len(other.load_table("public.a").metadata.snapshots) == 3
+
+
+def test_a_table_moved_by_another_writer_fails_the_whole_flush(catalogs) -> None:  # type: ignore[no-untyped-def]
+    writer, other = catalogs
+    a, b = writer.load_table("public.a"), writer.load_table("public.b")
+    with pytest.raises(CommitConflict, match="public.b"), flushcatalog.flush(writer):
+        a.append(_rows(2))
+        b.append(_rows(20))
+        other.load_table("public.b").append(_rows(99))  # another process commits b meanwhile
+    assert _ids(other, "public.a") == [1], "all or nothing: a's commit is not visible either"
+    assert _ids(other, "public.b") == [1, 99]
+    assert a.metadata_location == other.load_table("public.a").metadata_location, "the writer reads a again"
+    a.append(_rows(3))  # and commits on what the catalog holds
+    assert _ids(other, "public.a") == [1, 3]
+
+
+def test_a_commit_planned_before_another_writer_moved_the_table_is_planned_again(catalogs) -> None:  # type: ignore[no-untyped-def]
+    writer, other = catalogs
+    a = writer.load_table("public.a")
+    other.load_table("public.a").append(_rows(99))  # the writer's view of a is stale now
+    with flushcatalog.flush(writer):
+        a.append(_rows(2))  # fails as a race inside, and pyiceberg's retry plans it on the new head
+    assert _ids(other, "public.a") == [1, 2, 99]
+
+
+def test_another_commit_of_the_process_waits_for_the_flush(catalogs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    writer, _ = catalogs
+    upkeep = open_catalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse"))
+    a = writer.load_table("public.a")
+    done = threading.Event()
+
+    def commit_beside() -> None:
+        upkeep.load_table("public.a").append(_rows(50))
+        done.set()
+
+    with flushcatalog.flush(writer):
+        a.append(_rows(2))
+        thread = threading.Thread(target=commit_beside)
+        thread.start()
+        thread.join(1.0)
+        assert not done.is_set(), "the other commit must not land between the flush's check and its swap"
+    thread.join(30)
+    assert done.is_set()
+    assert _ids(upkeep, "public.a") == [1, 2, 50]
