@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -134,8 +135,11 @@ class Follower:
         return self._state
 
     def follow(self, table: LakeTable, changes: pa.Table, before: Position, position: Position) -> None:
-        """:func:`follow`, and every ``COMPACT_EVERY`` follows a compaction."""
+        """:func:`follow`, and every ``COMPACT_EVERY`` follows a compaction (the first one after 16 to 31
+        follows, depending on the table's name: a worker with many tables compacts a few of them per flush)."""
         state = self.state(table)
+        if self.follows == 0:  # tables created together must not all compact at the same flush: spread them
+            self.compact_at += zlib.crc32(state.name.encode()) % COMPACT_EVERY
         follow(table, state, changes, before, position)
         self.follows += 1
         if self.follows >= self.compact_at:
