@@ -92,3 +92,48 @@ def test_another_commit_of_the_process_waits_for_the_flush(catalogs, tmp_path: P
     thread.join(30)
     assert done.is_set()
     assert _ids(upkeep, "public.a") == [1, 2, 50]
+
+
+def test_a_flush_that_loses_a_race_commits_nothing_and_the_worker_goes_on(
+    pg, pg_dsn, lake_dir, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Another writer moves table b between the worker's staging and its swap: the flush commits nothing (not
+    even table a), the worker starts again from the position it confirmed, and the lake equals the source."""
+    from tests.lakehelp import assert_lake_equals_source, make_settings, running_worker, wait_caught_up
+    from tests.test_ingest_faults import _assert_no_duplicates
+
+    pg.execute("CREATE TABLE a (id int PRIMARY KEY, v text)")
+    pg.execute("CREATE TABLE b (id int PRIMARY KEY, v text)")
+    settings = make_settings(pg_dsn, lake_dir, ["public.a", "public.b"])
+    armed, lost = threading.Event(), []
+    swap = flushcatalog.FlushCatalog._swap
+
+    def racing_swap(self, staged) -> None:  # type: ignore[no-untyped-def]
+        if armed.is_set() and any(key == ("public", "b__changelog") for key, _, _ in staged.swaps):
+            armed.clear()
+            other = SqlCatalog("lake", uri=self.properties["uri"], warehouse=self.properties["warehouse"])
+            with other.load_table("public.b__changelog").transaction() as txn:
+                txn.set_properties({"test.raced": "yes"})
+            try:
+                swap(self, staged)
+            except CommitConflict as exc:
+                lost.append(exc)
+                raise
+            return
+        swap(self, staged)
+
+    monkeypatch.setattr(flushcatalog.FlushCatalog, "_swap", racing_swap)
+    with running_worker(settings):
+        pg.execute("INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 50) g")
+        pg.execute("INSERT INTO b SELECT g, 'b' || g FROM generate_series(1, 50) g")
+        wait_caught_up(pg)
+        armed.set()
+        with pg.transaction():
+            pg.execute("UPDATE a SET v = v || '!' WHERE id <= 10")
+            pg.execute("UPDATE b SET v = v || '!' WHERE id <= 10")
+            pg.execute("DELETE FROM b WHERE id > 45")
+        wait_caught_up(pg)
+    assert len(lost) == 1, "the race must have happened"
+    for name in ("public.a", "public.b"):
+        assert_lake_equals_source(pg, settings, name)
+        _assert_no_duplicates(settings, name)
