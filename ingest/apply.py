@@ -3,7 +3,9 @@
 The lake's schema follows each segment's (see :mod:`lakegate.ingest.ddl`), unchanged TOAST values are filled from
 the row's previous state (this flush's earlier rows first, then the lake). A schema change that writes a value
 into the existing rows commits the rows of earlier transactions first and takes the rows of its own transaction
-written before it along, so that the value lands exactly where the column appeared.
+written before it along, so that the value lands exactly where the column appeared. Such a change inside a
+transaction written in parts (see connectors.iceberg.staging) copies the table again instead: the backfill commits,
+and the transaction must not become visible before its end.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ, ChangeBatch, Position
+from lakegate.connectors.changes import COMMIT_TS, LSN, ChangeBatch
 from lakegate.connectors.errors import Resnapshot
 from lakegate.connectors.iceberg import evolution, merge
 from lakegate.connectors.iceberg.evolution import STORAGE, Backfill
@@ -29,13 +31,18 @@ log = logging.getLogger("lakegate.ingest")
 
 
 def changes(
-    table: LakeTable, segments: list[Segment], source: PostgresSource, committed: Callable[[int], None]
+    table: LakeTable,
+    segments: list[Segment],
+    source: PostgresSource,
+    committed: Callable[[int], None],
+    open_lsn: int | None = None,
 ) -> pa.Table:
-    """The rows to append for ``segments``; ``committed(n)`` is told of rows committed on the way."""
+    """The rows to append for ``segments``; ``committed(n)`` is told of rows committed on the way. ``open_lsn``:
+    the transaction the segments end inside of, if any (it is written in parts)."""
     parts: list[pa.Table] = []
     for segment in segments:
         batch = segment.materialise()
-        _follow_schema(table, batch, segment.codecs, parts, source, committed)
+        _follow_schema(table, batch, segment.codecs, parts, source, committed, open_lsn)
         parts.append(fill_unchanged(batch, _lookup(table, parts)))
     return conformed(table, parts)
 
@@ -54,6 +61,7 @@ def _follow_schema(
     parts: list[pa.Table],
     source: PostgresSource,
     committed: Callable[[int], None],
+    open_lsn: int | None,
 ) -> None:
     plan = table.plan(batch.schema)  # cheap when nothing changed
     if plan.new_columns and table.has_state:
@@ -61,7 +69,7 @@ def _follow_schema(
         attributes, storage = source.column_facts(ref)
         values = new_column_values(ref, plan, batch.schema, codecs, attributes, storage, table.storage())
         if values:
-            _backfill(table, batch, values, parts, storage, committed)
+            _backfill(table, batch, values, parts, storage, committed, open_lsn)
             return
     table.evolve(batch.schema)
     if plan.rename:  # rows of this flush written before the rename
@@ -75,6 +83,7 @@ def _backfill(
     parts: list[pa.Table],
     storage: str,
     committed: Callable[[int], None],
+    open_lsn: int | None,
 ) -> None:
     """Write the new columns' values into every existing row, just before the transaction that shows them."""
     ref = batch.schema.table
@@ -82,10 +91,16 @@ def _backfill(
     checkpoint = table.checkpoint()
     if checkpoint is not None and checkpoint.lsn >= lsn:
         raise Resnapshot(ref, "a column was added in the middle of a transaction the lake already holds part of")
+    if lsn in (open_lsn, table.staged_lsn):
+        raise Resnapshot(
+            ref,
+            "a column with a default was added inside a transaction larger than the worker's batch "
+            "(max_batch_rows / max_batch_bytes), which is written in parts and may become visible only whole",
+        )
     pending = conformed(table, parts)
     earlier = pending.filter(pc.less(pending[LSN], lsn))
-    if earlier.num_rows:
-        table.append(earlier, Position(earlier[LSN][-1].as_py(), earlier[SEQ][-1].as_py()))
+    if earlier.num_rows or table.staged_lsn is not None:  # an earlier transaction's staged parts go too
+        table.append(earlier)
         committed(earlier.num_rows)
     same = pending.filter(pc.equal(pending[LSN], lsn))
     commit_ts = batch.data[COMMIT_TS].cast(pa.int64())[0].as_py()

@@ -364,6 +364,9 @@ class Worker:
         by_table: dict[TableRef, list[Segment]] = {}
         for segment in flush.segments:
             by_table.setdefault(segment.ref, []).append(segment)
+        for ref, table in self.lake.items():  # a transaction written in parts ended: commit its staged parts
+            if table.staged_lsn not in (None, flush.open_lsn):
+                by_table.setdefault(ref, [])
         jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
         with flushcatalog.flush(self.catalog):
             if len(jobs) <= 1:
@@ -378,7 +381,7 @@ class Worker:
     def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
         table = self.lake[ref]
         try:
-            data = apply.changes(table, segments, source, functools.partial(self._appended, ref))
+            data = apply.changes(table, segments, source, functools.partial(self._appended, ref), flush.open_lsn)
         except SchemaChangeError as exc:
             source.fail_table(ref, segments[0].lsns[0])
             self._table_failed(ref, exc)
@@ -394,7 +397,7 @@ class Worker:
                 ),
             )
             return
-        table.append(data, flush.positions[ref])
+        table.append(data, flush.positions.get(ref), open_lsn=flush.open_lsn)  # its open transaction: staged
         self._appended(ref, data.num_rows)
 
     def _appended(self, ref: TableRef, rows: int) -> None:

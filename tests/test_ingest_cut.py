@@ -148,7 +148,9 @@ def test_a_huge_transaction_written_in_parts_is_seen_only_whole(
             pg.execute("INSERT INTO a SELECT g, 0 FROM generate_series(100, 5099) g")
             pg.execute("INSERT INTO b VALUES (100, 0)")
         assert held.wait(60), "the worker did not write the transaction in parts"
-        assert _changes_in_log(settings, "public.a") > log_a  # a part of it is committed to the lake
+        # parts are written to storage but not committed (issue 11.7: tests/test_ingest_large_txn.py reads them
+        # with plain Iceberg readers)
+        assert _changes_in_log(settings, "public.a") == log_a
         during, lsn_during = _ask(client)
         assert during == before and lsn_during == lsn_before, "the gateway saw part of a transaction"
         hold.clear()

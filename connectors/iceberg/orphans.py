@@ -5,7 +5,8 @@ A worker killed between writing a commit's files and committing it leaves them i
 nothing; no reader ever sees them, but they take space for ever. :func:`remove_orphans` deletes them once they
 are older than a safety age (``orphan_age``, default three days as Iceberg's own ``remove_orphan_files``): a file
 younger than that may belong to a commit still being written (an initial copy or a huge transaction writes its
-files long before it commits), and deleting it would lose that commit's data.
+files long before it commits), and deleting it would lose that commit's data. Files this process has staged for
+a transaction written in parts (:mod:`lakegate.connectors.iceberg.staging`) are spared whatever their age.
 
 Written by hand: pyiceberg 0.12 has no orphan-file removal (apache/iceberg-python#1200 is still open). The
 listing goes through the same pyarrow file system pyiceberg reads the table with (local paths, S3, GCS, ...).
@@ -28,6 +29,7 @@ from pyiceberg.table import Table
 
 from lakegate.connectors.errors import LakeError
 from lakegate.connectors.iceberg.references import metadata_paths, referenced_paths
+from lakegate.connectors.iceberg.staging import live_paths
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +108,8 @@ def _unreferenced(table: Table, listed: list[FileInfo]) -> list[FileInfo]:
     table.refresh()
     io = table.io
     assert isinstance(io, PyArrowFileIO)
-    keep = {io.parse_location(p, io.properties)[2] for p in referenced_paths(table) | metadata_paths(table)}
+    used = referenced_paths(table) | metadata_paths(table) | live_paths()
+    keep = {io.parse_location(p, io.properties)[2] for p in used}
     return [
         f for f in listed if f.type == FileType.File and f.path.endswith(ICEBERG_FILES) and f.path not in keep
     ]

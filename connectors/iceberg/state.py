@@ -26,7 +26,7 @@ from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import OP
 from lakegate.connectors.errors import CommitConflict, LakeError
-from lakegate.connectors.iceberg import deletes, keyindex, merge
+from lakegate.connectors.iceberg import deletes, keyindex, merge, staging
 from lakegate.connectors.iceberg.commits import guard_statistics
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
@@ -68,6 +68,8 @@ class StateTable:
         self._files: list[DataFile] = []  #: file number -> data file
         self._numbers: dict[str, int] = {}
         self.rebuild_seconds = 0.0
+        #: files of a transaction written in parts, not committed yet (see connectors.iceberg.staging)
+        self.staged: staging.StagedState | None = None
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -82,6 +84,12 @@ class StateTable:
         """The index, read again from the lake when the table moved in a way this object did not make (a
         re-copy, a backfill, a writer elsewhere: even through this very Table object)."""
         if self._index is not None and self._at != self._current_id():
+            if self.staged is not None:  # the index holds staged rows the lake does not: they cannot be kept
+                self.discard_staged()
+                raise CommitConflict(
+                    f"{self.name} was committed to by another writer (snapshot {self._current_id()}) while a "
+                    "transaction was being written in parts; the transaction is written again from its start"
+                )
             log.info(
                 "%s: the table moved past the key index (snapshot %s); rebuilding it", self.name, self._at
             )
@@ -98,6 +106,15 @@ class StateTable:
     def invalidate(self) -> None:
         """Forget the index (the table moved in a way it cannot follow): it is read again when next used."""
         self._index = None
+
+    def discard_staged(self) -> list[str]:
+        """Give up the staged files (they become orphans) and the index that points into them; their paths."""
+        if self.staged is None:
+            return []
+        paths = self.staged.release()
+        self.staged = None
+        self._index = None
+        return paths
 
     def adopt(self) -> None:
         """The snapshot just committed by this object's owner (a compaction) is the one the index now follows."""
@@ -227,13 +244,19 @@ class StateTable:
 
         The commit requires that nothing was committed to the table since it was planned. When something was, the
         index is read again from the lake and, with ``retry``, the same changes are planned and committed once
-        more; without it :class:`CommitConflict` is raised (the caller decides what to commit on the new table)."""
-        if len(self._files) >= keyindex.MAX_FILES - 1024:
+        more; without it :class:`CommitConflict` is raised (the caller decides what to commit on the new table).
+
+        Files staged by :meth:`stage` (the earlier parts of the transaction ``changes`` ends) are committed in the
+        same snapshot. A commit that conflicts gives them up and is not retried: the caller brings the table up to
+        its change log instead (see connectors.iceberg.statesync)."""
+        staged = self.staged
+        if staged is None and len(self._files) >= keyindex.MAX_FILES - 1024:
             self._index = None  # file numbers run out: a rebuild numbers the live files afresh
         for attempt in (1, 2):
             plan = self._plan(changes)
             if (
-                plan.live.num_rows == 0
+                staged is None
+                and plan.live.num_rows == 0
                 and plan.deletes.num_rows == 0
                 and not plan.truncated
                 and not stamp_always
@@ -243,13 +266,55 @@ class StateTable:
                 added = self._commit(plan, properties)
             except (CommitFailedException, ValidationException) as exc:
                 self._index = None  # the table moved under the index: read it again when next used
-                if attempt == 2 or not retry:
+                self.discard_staged()  # what it staged is unusable on the new table (deleted by _commit)
+                if attempt == 2 or not retry or staged is not None:
                     raise CommitConflict(f"commit to {self.name} conflicted: {exc}") from exc
                 log.info("%s: the table moved under the key index (%s); rebuilding it", self.name, exc)
                 continue
+            stats = CommitStats(plan.live.num_rows, plan.deletes.num_rows, plan.truncated)
+            if staged is not None:
+                self.staged = None
+                paths = staged.release()
+                if plan.truncated:  # the staged rows came before the truncate: not committed
+                    staging.delete_files(self.table, paths)
+                else:
+                    stats = CommitStats(
+                        stats.rows_added + staged.rows_added,
+                        stats.rows_deleted + staged.rows_deleted,
+                        staged.truncated,
+                    )
             self._apply(plan, added)
-            return CommitStats(plan.live.num_rows, plan.deletes.num_rows, plan.truncated)
+            return stats
         raise AssertionError("unreachable")
+
+    def stage(self, changes: pa.Table) -> None:
+        """Write ``changes`` (a part of a source transaction whose end has not arrived) as files of this table
+        without committing them: data files of its rows, a delete file for the rows they replace. The index points
+        at the staged rows, so that a later part finds them; :meth:`commit` commits the staged files with the
+        transaction's last part (see connectors.iceberg.staging)."""
+        plan = self._plan(changes)
+        if self.staged is None or plan.truncated:  # a truncate: what the transaction wrote before it is gone too
+            if self.staged is not None:
+                staging.delete_files(self.table, self.staged.release())
+            self.staged = staging.StagedState(truncated=plan.truncated or False)
+            if plan.truncated:
+                self._index = keyindex.KeyIndex(self._key_dtype())
+                self._files, self._numbers = [], {}
+        staged = self.staged
+        try:
+            added = staging.write(self.table, plan.live) if plan.live.num_rows else []
+            staged.data += added
+            if plan.deletes.num_rows:
+                staged.deletes.append(deletes.write(self.table.metadata, self.table.io, plan.deletes))
+            mine = {f.file_path for f in staged.data}
+            staged.referenced.update({f.file_path: f for f in plan.referenced if f.file_path not in mine})
+            staged.rows_added += plan.live.num_rows
+            staged.rows_deleted += plan.deletes.num_rows
+            self.index.delete(plan.gone_keys)
+            self.locate(plan.live_keys, added)
+        except BaseException:
+            staging.delete_files(self.table, self.discard_staged())  # never committed: nothing references them
+            raise
 
     def _plan(self, changes: pa.Table) -> _Plan:
         tail, truncated = merge.after_last_truncate(merge.sort_changes(changes))
@@ -272,10 +337,15 @@ class StateTable:
         written: list[DataFile] = []
         stream: DataFileStream | None = None
         delete_file: DataFile | None = None
+        staged = self.staged if not plan.truncated else None  # a truncate now: the staged rows came before it
         try:
             with transaction(self.table) as txn, RowDelta(txn, self.table.io, properties) as delta:
-                if plan.truncated:
+                if plan.truncated or (staged is not None and staged.truncated):
                     self._remove_everything(txn, delta)
+                if staged is not None:
+                    for staged_file in (*staged.data, *staged.deletes):
+                        delta.add(staged_file)
+                    delta.reference(staged.referenced.values())
                 if plan.live.num_rows:
                     stream = stream_rows(txn, self.table, plan.live)
                     written = stream.files
@@ -288,6 +358,7 @@ class StateTable:
         except (CommitFailedException, ValidationException):
             # the commit did not land: what it wrote is garbage, removed only once the lake confirms it
             paths = stream.abandon() if stream is not None else []
+            paths += self.staged.paths() if self.staged is not None else []
             delete_unreferenced(self.table, [*paths, delete_file.file_path if delete_file else ""])
             raise
         return written

@@ -25,7 +25,7 @@ from pyiceberg.table import Table
 
 from lakegate.connectors.changes import Position, TableSchema
 from lakegate.connectors.errors import CommitConflict, LakeError
-from lakegate.connectors.iceberg import compaction
+from lakegate.connectors.iceberg import compaction, staging
 from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.rowdelta import transaction
 from lakegate.connectors.iceberg.state import StateTable
@@ -74,10 +74,14 @@ def follow(table: LakeTable, state: StateTable, changes: pa.Table, before: Posit
     """After the change log committed ``changes`` (covering ``before`` < change <= ``position``), commit them to the
     state table too. When the state table is not at ``before`` (a crash between the two commits of an earlier
     flush, a first-version lake, a concurrent catch-up), the tail it lacks is committed instead. Returns the
-    number of changes applied."""
+    number of changes applied.
+
+    Files staged for the earlier parts of a transaction ``changes`` ends are committed with them; when that
+    commit conflicts they are given up, and the tail (the whole transaction) is read back from the change log."""
     for attempt in range(1, ATTEMPTS + 1):
         if table.state_checkpoint() != before:
             return catch_up(table, state)
+        staged = state.staged is not None
         try:
             state.commit(changes, stamp(position), stamp_always=True, retry=False)
             return changes.num_rows
@@ -85,11 +89,20 @@ def follow(table: LakeTable, state: StateTable, changes: pa.Table, before: Posit
             if attempt == ATTEMPTS:
                 raise
             table.refresh()  # someone else committed: plan again from the stamp the table has now
+            if staged:
+                log.warning(
+                    "%s: another writer committed to the state table while a transaction was written to it in "
+                    "parts; reading the transaction back from the change log",
+                    table.schema.table,
+                )
+                return catch_up(table, state)
     raise AssertionError("unreachable")
 
 
 def catch_up(table: LakeTable, state: StateTable) -> int:
-    """Commit the change-log tail the state table lacks; returns the number of changes applied."""
+    """Commit the change-log tail the state table lacks; returns the number of changes applied. Files staged
+    for a transaction are given up first: the tail holds whatever of it the change log committed."""
+    staging.delete_files(state.table, state.discard_staged())
     for attempt in range(1, ATTEMPTS + 1):
         table.refresh()
         target = table.checkpoint()

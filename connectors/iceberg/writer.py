@@ -40,7 +40,7 @@ from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import LSN, SEQ, ZERO, Position, TableRef, TableSchema
 from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
-from lakegate.connectors.iceberg import evolution, merge, statesync
+from lakegate.connectors.iceberg import evolution, merge, staging, statesync
 from lakegate.connectors.iceberg.commits import (
     PROP_LSN,
     PROP_SEQ,
@@ -102,6 +102,8 @@ class LakeTable:
         self.changelog: Table | None = None
         self.state: Table | None = None
         self._follower = statesync.Follower()  #: the state table's key index and compaction schedule
+        #: the change-log files of a transaction written in parts, until its last part (connectors.iceberg.staging)
+        self._staged: staging.Staged | None = None
 
     @classmethod
     def open(cls, catalog: Catalog, ref: TableRef) -> LakeTable:
@@ -354,20 +356,78 @@ class LakeTable:
 
     # ---------------------------------------------------------------------------------------------- writing
 
-    def append(self, data: pa.Table, position: Position) -> None:
-        """Append changes (change-log columns) and stamp ``position`` in the same commit."""
+    @property
+    def staged_lsn(self) -> int | None:
+        """The commit LSN of the transaction whose parts are staged here, if any."""
+        return self._staged.lsn if self._staged is not None else None
+
+    def append(self, data: pa.Table, position: Position | None = None, *, open_lsn: int | None = None) -> None:
+        """Append changes (change-log columns) and stamp ``position`` (default: the last change's) in the same
+        commit, to the change log and then to the state table.
+
+        ``open_lsn``: the commit LSN of a transaction whose end has not arrived yet. Its changes are staged, not
+        committed (see connectors.iceberg.staging); the parts staged earlier are committed with the first call
+        whose ``open_lsn`` is another one (``data`` may then be empty)."""
         changelog = self.changelog
         assert changelog is not None
         data = merge.conform(data, changelog.schema().as_arrow())
+        data, part = staging.split(data, open_lsn)
+        if open_lsn is not None or position is None:
+            position = staging.last_position(data)
+        staged = self._staged
+        if staged is not None and staged.lsn == open_lsn:
+            if data.num_rows:  # pgoutput sends each transaction whole, after the ones before it
+                raise LakeError(f"{self.schema.table}: changes before a transaction that is being staged")
+        elif position is not None or staged is not None:
+            self._commit_changes(data, position or staged.position, staged)  # type: ignore[union-attr]
+        if part.num_rows:
+            self.stage(part)
+
+    def _commit_changes(self, data: pa.Table, position: Position, staged: staging.Staged | None) -> None:
+        changelog = self.changelog
+        assert changelog is not None
 
         def action(txn: Transaction) -> None:
             with append_producer(txn, stamp(position)) as producer:
+                for data_file in staged.data if staged is not None else ():
+                    producer.append_data_file(data_file)
                 write_files(txn, changelog, data, producer)
 
         before = self.checkpoint() or ZERO
         self._commit(changelog, action)
+        if staged is not None:
+            staged.release()
+            self._staged = None
+            log.info(
+                "%s: a transaction written in parts is committed: %d change(s) staged in %d file(s) before its "
+                "last part",
+                self.schema.table,
+                staged.rows,
+                len(staged.data),
+            )
         if self.state is not None:
             self._follow(data, before, position)
+
+    def stage(self, part: pa.Table) -> None:
+        """Write ``part`` (changes of one transaction whose end has not arrived, change-log columns) to both
+        tables without committing it (see connectors.iceberg.staging)."""
+        assert self.changelog is not None
+        lsn = part[LSN][0].as_py()
+        staged = self._staged
+        if staged is not None and staged.lsn != lsn:
+            raise LakeError(
+                f"{self.schema.table}: a part of transaction {lsn} arrived while {staged.lsn} is not committed"
+            )
+        if self.state is not None:
+            with self._state_lock():
+                if staged is None and self.state_checkpoint() != self.checkpoint():
+                    self._catch_up()  # the staged rows go on top of a state table that holds the change log
+                self._follower.state(self).stage(part)
+        if staged is None:
+            staged = self._staged = staging.Staged(lsn=lsn)
+        staged.data += staging.write(self.changelog, part)
+        staged.position = staging.last_position(part) or staged.position
+        staged.rows += part.num_rows
 
     # ------------------------------------------------------------------------------------- the state table
 

@@ -71,11 +71,14 @@ class _Table:
 @dataclass
 class Flush:
     """What :meth:`PostgresSource.take` hands over: row segments (in order per table; ``materialise()`` each),
-    the position each table reaches, and the LSN to confirm once all of them are durable (None: nothing new)."""
+    the position each table reaches, and the LSN to confirm once all of them are durable (None: nothing new).
+    ``open_lsn``: the commit LSN of the transaction whose first rows end the flush, when its end has not arrived
+    yet (a huge transaction handed over in parts); None when the flush ends at a transaction boundary."""
 
     segments: list[Segment]
     ack: int | None
     positions: dict[TableRef, Position]
+    open_lsn: int | None = None
 
 
 class PostgresSource:
@@ -491,7 +494,7 @@ class PostgresSource:
                 positions[table.ref] = segment.last
         self._pending_rows = self._pending_bytes = 0
         ack = self._complete_end if self._complete_end > self._acked else None
-        return Flush(segments, ack, positions)
+        return Flush(segments, ack, positions, self._txn_lsn if self._in_txn else None)
 
     def fail_table(self, ref: TableRef, lsn: int) -> None:
         """Stop ``ref`` at the transaction with commit LSN ``lsn``: its later changes are dropped and nothing
