@@ -171,9 +171,12 @@ def workload(dsn: str, table: str, rows: int) -> int:
 
 
 def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tuple[list[float], int]:
-    """Insert ``rate`` rows/s in 100-row transactions while the worker runs; commit-to-visible delays."""
+    """Insert ``rate`` rows/s in 100-row transactions while the worker runs; delays from each source commit to
+    the first consistent cut past it (as the many-tables row measures)."""
     worker = Worker(cfg, root / "fresh.log")
     worker.wait_for("streaming from slot")
+    watch = CutWatch(root / "catalog.db")
+    watch.start()
     stop = time.monotonic() + seconds
     batch = 100
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -185,11 +188,10 @@ def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tup
             next_id += batch
             tick += batch / rate
             time.sleep(max(0.0, tick - time.monotonic()))
-        target = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
-        wait_confirmed(conn, "lakegate_fresh", target)
+        watch.wait_past(conn, "lakegate_fresh")
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
-    return visible_after(catalog, "public.fresh", start_lsn), rss
+    return watch.delays(catalog, "public.fresh", start_lsn), rss
 
 
 def visible_after(catalog, name: str, start_lsn: int) -> list[float]:  # type: ignore[no-untyped-def]
@@ -241,6 +243,17 @@ class CutWatch(threading.Thread):
             if found is not None and (not self.moves or found > self.moves[-1][0]):
                 self.moves.append((int(found), time.time()))
 
+    def wait_past(self, conn: psycopg.Connection, slot: str) -> float:
+        """Wait until the worker confirmed everything written so far and the cut was recorded, then stop
+        watching; returns when the confirmation came (``time.monotonic()``)."""
+        target = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
+        wait_confirmed(conn, slot, target)
+        confirmed_at = time.monotonic()
+        time.sleep(0.5)  # the cut is recorded just after the confirmation
+        self.done.set()
+        self.join()
+        return confirmed_at
+
     def delays(self, catalog, name: str, start_lsn: int) -> list[float]:  # type: ignore[no-untyped-def]
         """Seconds from each source commit after ``start_lsn`` to the first cut seen past it."""
         rows = catalog.load_table(f"{name}__changelog").scan(selected_fields=("_lsn", "_commit_ts")).to_arrow()
@@ -286,12 +299,7 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
             else:
                 behind = max(behind, -lag)
         load_end = time.monotonic()
-        target = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
-        wait_confirmed(conn, "lakegate_many", target)
-        caught_up = time.monotonic() - load_end
-        time.sleep(0.5)  # the cut is recorded just after the confirmation
-    watch.done.set()
-    watch.join()
+        caught_up = watch.wait_past(conn, "lakegate_many") - load_end
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
     delays = [d for name in names for d in watch.delays(catalog, f"public.{name}", start_lsn)]
