@@ -278,7 +278,9 @@ class Worker:
                 self.upkeep.check()  # upkeep failing for too long stops the worker
             for flush in committer.completed():
                 self._confirm(source, flush)
-            if committer.in_flight == 0:
+            # nothing being written, and no part of a transaction staged in the lake (issue 11.7): its end may
+            # have arrived without rows, and only the flush that commits the staged parts may confirm it
+            if committer.in_flight == 0 and not any(t.staged_lsn is not None for t in self.lake.values()):
                 idle = source.confirmable(source.idle_position())
                 if idle is not None:
                     source.acknowledge(idle)

@@ -285,3 +285,21 @@ def test_a_truncate_inside_a_transaction_written_in_parts(
         wait_caught_up(pg)
         for name in names:
             _assert_exact(pg, settings, name, lake_dir)
+
+
+def test_a_transaction_whose_last_part_ends_right_before_its_commit(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Path
+) -> None:
+    """Parts of exactly ``max_batch_rows``: the transaction's end arrives with no row after the last part, while
+    nothing is being written. The worker must commit the staged parts then, not confirm the end as idle WAL."""
+    _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.a", "public.b"], max_batch_rows=PART)
+    with running_worker(settings):
+        wait_caught_up(pg)
+        for round_ in range(3):
+            start = 10_000 * (round_ + 1)
+            pg.execute(
+                "INSERT INTO a SELECT g, g, 'x' FROM generate_series(%s::int, %s::int) g", (start, start + 2 * PART - 1)
+            )
+            wait_caught_up(pg)
+            _assert_exact(pg, settings, "public.a", lake_dir)

@@ -396,14 +396,14 @@ class LakeTable:
         before = self.checkpoint() or ZERO
         self._commit(changelog, action)
         if staged is not None:
-            staged.release()
+            files = len(staged.release())
             self._staged = None
             log.info(
                 "%s: a transaction written in parts is committed: %d change(s) staged in %d file(s) before its "
                 "last part",
                 self.schema.table,
                 staged.rows,
-                len(staged.data),
+                files,
             )
         if self.state is not None:
             self._follow(data, before, position)
