@@ -87,6 +87,8 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
             typ = typer.of(node)
             if typ is not None and typ.lossy:
                 raise refusal(node, f"{node.sql(dialect='postgres')} ({typ.lossy})")
+        if isinstance(node, exp.Select) and node.is_star:
+            _refuse_lossy_star(node, typer)
     active = rules()
     replaced: set[int] = set()
     for node in reversed(nodes):  # children before their parents
@@ -103,9 +105,6 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
             _put(parent, key, index, replacement)
             replaced.add(id(node))
             break
-    from lakegate.gateway.dialect_text import pad_results  # local: dialect_text imports this module
-
-    pad_results(ast, typer)
 
 
 def rewrap(
@@ -132,6 +131,13 @@ def _put(parent: exp.Expr, key: str | None, index: int | None, new: exp.Expr) ->
     else:
         parent.args[key][index] = new
         new.parent, new.arg_key, new.index = parent, key, index
+
+
+def _refuse_lossy_star(select: exp.Select, typer: Typer) -> None:
+    """A ``*`` that stands for a column DuckDB cannot read exactly is refused as that column would be."""
+    for name, typ in typer.projections(select) or []:
+        if typ is not None and typ.lossy:
+            raise refusal(select, f"{name} ({typ.lossy})")
 
 
 def _refuse(node: exp.Expr) -> None:

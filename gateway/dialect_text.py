@@ -16,7 +16,6 @@ and functions whose DuckDB result is ``BIGINT`` where PostgreSQL's is ``integer`
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -24,7 +23,7 @@ from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal, rewrap
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtyping import Typer, output_name
+from lakegate.gateway.pgtyping import Typer
 
 _COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 _EQUALITY = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
@@ -349,28 +348,3 @@ RULES: list[Rule] = [
     _hex,
 ]
 
-
-def pad_results(ast: exp.Expr, types: Typer) -> None:
-    """Result columns of type char(n) whose values DuckDB's PostgreSQL scanner read without their padding (a
-    PostgreSQL table in a federated query) padded back, as PostgreSQL returns them; ``*`` is left as it is."""
-    for select in _result_selects(ast):
-        for index, item in enumerate(select.expressions):
-            value = item.this if isinstance(item, exp.Alias) else item
-            typ = types.of(item) or types.of(value)
-            if typ is None or not typ.bpchar or typ.padded or typ.length is None or isinstance(value, exp.Star):
-                continue
-            padded_value = call("rpad", value.copy(), exp.Literal.number(typ.length), exp.Literal.string(" "))
-            named = exp.alias_(padded_value, exp.to_identifier(output_name(item), quoted=True))
-            types.note(named, dataclasses.replace(typ, padded=True))
-            select.expressions[index] = named
-            named.parent, named.arg_key, named.index = select, "expressions", index
-
-
-def _result_selects(ast: exp.Expr) -> list[exp.Select]:
-    if isinstance(ast, exp.Select):
-        return [ast]
-    if isinstance(ast, exp.SetOperation):
-        return _result_selects(ast.this) + _result_selects(ast.expression)
-    if isinstance(ast, exp.Subquery):
-        return _result_selects(ast.this)
-    return []

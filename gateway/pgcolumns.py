@@ -1,8 +1,12 @@
 """PostgreSQL's column types of the PostgreSQL tables a lake-route (DuckDB) statement reads, for the typing of
 the statement (:mod:`lakegate.gateway.pgtyping`), as DuckDB's PostgreSQL scanner delivers them.
 
-The scanner strips the padding of ``char(n)`` values (the type says so: ``padded=False``), and reads an
-unconstrained ``numeric`` as a double: such a column is marked ``lossy`` and refused where a statement uses it.
+The scanner strips the padding of ``char(n)`` values: the statement reads such a table through a view that pads
+them back (:func:`view_columns`), so that its ``char(n)`` columns are what a lake table's are (``padded=True``,
+PostgreSQL's values) wherever they go: ``SELECT *``, ``USING`` joins, ``DISTINCT``, ``UNION``, arrays. The
+scanner also reads an unconstrained ``numeric`` as a double, and a ``bpchar`` without a length (whose trailing
+spaces are part of the value) without its trailing spaces: such columns are marked ``lossy`` and refused where a
+statement uses them.
 Types are read from ``pg_attribute`` and kept a few seconds (a statement's routing is cached anyway).
 """
 
@@ -10,12 +14,14 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakegate.connectors.query import QueryError
 from lakegate.gateway.catalog import Catalog, TableRef
+from lakegate.gateway.lake import quote
 from lakegate.gateway.pgtype import PgType, from_sqlglot
 
 COLUMNS = """
@@ -30,6 +36,10 @@ TTL = 5.0
 LOSSY_NUMERIC = (
     "an unconstrained numeric of a PostgreSQL table, which DuckDB's PostgreSQL scanner reads as a double"
 )
+LOSSY_BPCHAR = (
+    "a bpchar column without a length of a PostgreSQL table, whose trailing spaces DuckDB's PostgreSQL scanner "
+    "drops"
+)
 
 
 def scanner_type(text: str) -> PgType | None:
@@ -43,7 +53,37 @@ def scanner_type(text: str) -> PgType | None:
         return None
     if typ.numeric and typ.precision is None:
         return PgType("numeric", typ.dims, loose_scale=True, lossy=LOSSY_NUMERIC)
+    if typ.name == "bpchar":  # char(n): padded back by the view that reads the table (view_columns)
+        return replace(typ, padded=True) if typ.length is not None else replace(typ, lossy=LOSSY_BPCHAR)
     return typ
+
+
+def view_columns(types: dict[str, PgType | None] | None) -> str | None:
+    """The select list of the view through which a statement reads a PostgreSQL table: its ``char(n)`` columns
+    (and arrays of them) padded back to their length, as PostgreSQL returns them; None when none needs it."""
+    if not types or not any(_pads(typ) for typ in types.values()):
+        return None
+    items = []
+    for name, typ in types.items():
+        column = quote(name)
+        if typ is not None and _pads(typ):
+            pad = f"rpad({{}}, {typ.length}, ' ')"
+            value = pad.format(column) if not typ.dims else _each(column, pad, typ.dims)
+            items.append(f"{value} AS {column}")
+        else:
+            items.append(column)
+    return ", ".join(items)
+
+
+def _pads(typ: PgType | None) -> bool:
+    return typ is not None and typ.name == "bpchar" and typ.length is not None and typ.lossy is None
+
+
+def _each(column: str, pad: str, dims: int) -> str:
+    """``pad`` applied to every element of an array of ``dims`` dimensions (DuckDB: lists of lists)."""
+    if dims == 0:
+        return pad.format(column)
+    return f"list_transform({column}, x{dims} -> {_each(f'x{dims}', pad, dims - 1)})"
 
 
 class PgColumns:

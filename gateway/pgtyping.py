@@ -353,12 +353,22 @@ class Typer:
         return out
 
     def _expand(self, select: exp.Select, star: exp.Expr) -> list[tuple[str, PgType | None]] | None:
-        """The columns ``*`` (or ``alias.*``) stands for; NATURAL and USING joins show their common columns
-        once, first (PostgreSQL's order)."""
+        columns = self.star_columns(select, star)
+        return None if columns is None else [(name, typ) for _, name, typ in columns]
+
+    def star_columns(
+        self,
+        select: exp.Select,
+        star: exp.Expr,
+        merges: list[tuple[str, PgType | None, PgType | None]] | None = None,
+    ) -> list[tuple[str | None, str, PgType | None]] | None:
+        """The columns ``*`` (or ``alias.*``) stands for, as (FROM item's alias, name, type); NATURAL and USING
+        joins show their common columns once, first (PostgreSQL's order), with no alias (the merged column).
+        ``merges`` receives each merged column's (name, left type, right type)."""
         qualifier = (
             fold(star.args["table"]) if isinstance(star, exp.Column) and star.args.get("table") else None
         )
-        out: list[tuple[str, PgType | None]] = []
+        out: list[tuple[str | None, str, PgType | None]] = []
         joins = {id(j.this): j for j in select.args.get("joins") or []}
         for alias, item in _sources(select):
             if qualifier is not None and alias != qualifier:
@@ -367,15 +377,26 @@ class Typer:
             if types is None:
                 return None
             join = joins.get(id(item))
-            shared = _shared_columns(join, out, types) if join is not None and qualifier is None else []
+            left = [(name, typ) for _, name, typ in out]
+            shared = _shared_columns(join, left, types) if join is not None and qualifier is None else []
+            mine = [(alias, name, typ) for name, typ in types]
             if shared:
-                first = [c for c in out if c[0] in shared]
-                out = (
-                    first + [c for c in out if c[0] not in shared] + [c for c in types if c[0] not in shared]
-                )
+                if merges is not None:
+                    right = dict(types)
+                    merges += [(n, typ, right.get(n)) for _, n, typ in out if n in shared]
+                first = [(None, n, typ) for _, n, typ in out if n in shared]
+                out = first + [c for c in out if c[1] not in shared] + [c for c in mine if c[1] not in shared]
             else:
-                out += types
+                out += mine
         return out
+
+
+def shared_columns(select: exp.Select) -> bool:
+    """Whether a join of ``select`` merges columns (USING or NATURAL)."""
+    return any(
+        j.args.get("using") or str(j.args.get("method") or "").upper() == "NATURAL"
+        for j in select.args.get("joins") or []
+    )
 
 
 _MISSING = object()

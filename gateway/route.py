@@ -31,10 +31,11 @@ from sqlglot import exp
 from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.dialect import postgres_semantics
+from lakegate.gateway.dialect_stars import expand_merged_stars
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
-from lakegate.gateway.pgcolumns import PgColumns
+from lakegate.gateway.pgcolumns import PgColumns, view_columns
 from lakegate.gateway.pgtext import capped, user_text
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
@@ -83,6 +84,7 @@ class PgRead:
 
     view: str
     ref: TableRef
+    columns: str | None = None  #: the view's select list when it pads char(n) values back (pgcolumns)
 
     @property
     def relation(self) -> str:
@@ -151,7 +153,10 @@ class Router:
             routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
             _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
-            typer = Typer(ast, self._table_columns(resolved, listing), zone)
+            columns = self._table_columns(resolved, listing)
+            typer = Typer(ast, columns, zone)
+            if expand_merged_stars(ast, typer):  # typed again: the expanded columns are new nodes
+                typer = Typer(ast, columns, zone)
             typer.all()
             projections = typer.projections(ast)
             postgres_semantics(ast, typer)
@@ -176,7 +181,8 @@ class Router:
                 name = pg_cached(pg)
                 if name is not None:
                     pg_hits[pg.view] = name
-        if not routed.lakes and not pg_hits:
+        pg_views = bool(pg_hits) or any(pg.columns for pg in routed.pgs)
+        if not routed.lakes and not pg_views:
             return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables), routed.pg_types)
         views: dict[str, str] = {}
         entries = [self.lake.entry(read.ref.schema, read.ref.name, listing) for read in routed.lakes]
@@ -188,9 +194,9 @@ class Router:
             types = lakecolumns.column_types(entry.table)
             views[read.view] = lakecolumns.converted(view_sql(entry, travel, cached), types)
         head, ctes, main = routed.head, routed.ctes, routed.main
-        if pg_hits:
+        if pg_views:
             for pg in routed.pgs:
-                views[pg.view] = f"SELECT * FROM {pg_hits.get(pg.view, pg.relation)}"
+                views[pg.view] = f"SELECT {pg.columns or '*'} FROM {pg_hits.get(pg.view, pg.relation)}"
             head, ctes, main = routed.pg_split
         with_views = ", ".join(f"{quote(name)} AS NOT MATERIALIZED ({sql})" for name, sql in views.items())
         sql = f"{head}{with_views}{', ' + ctes if ctes else ''} {main}"
@@ -269,7 +275,7 @@ class Router:
         pgs: dict[str, PgRead] = {}
         for table, ref in pg_tables:  # the same statement reading each PostgreSQL table as a view
             view = str(ref)
-            pgs.setdefault(view, PgRead(view, ref))
+            pgs.setdefault(view, PgRead(view, ref, view_columns(self.pg_columns.types(ref))))
             table.set("catalog", None)
             table.set("db", None)
             table.set("this", exp.to_identifier(view, quoted=True))

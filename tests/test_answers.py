@@ -13,12 +13,23 @@ import httpx
 import psycopg
 import pytest
 
-from tests.answers_harness import CORPUS, Tally, read_corpus, run_corpus
+from tests.answers_harness import (
+    CORPUS,
+    IDENTICAL,
+    Tally,
+    compare,
+    from_gateway,
+    from_postgres,
+    infinities,
+    ordered,
+    read_corpus,
+    run_corpus,
+)
 from tests.gateway_fixtures.harness import database, gateway_settings, live_server
 from tests.lakehelp import running_worker, wait_caught_up
 
 TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one"}
-FAST = sorted(p.name for p in CORPUS.glob("*.sql") if p.name not in ("data.sql", "tpch.sql"))
+FAST = sorted(p.name for p in CORPUS.glob("*.sql") if p.name not in ("data.sql", "tpch.sql", "federated.sql"))
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +57,26 @@ def test_corpus_answers_as_postgresql(setup: tuple[psycopg.Connection, httpx.Cli
     )
 
 
+def test_federated_answers_as_postgresql(setup: tuple[psycopg.Connection, httpx.Client]) -> None:
+    """Lake x PostgreSQL statements (``federated.sql``), each run twice with the two sides swapped: a
+    PostgreSQL table's char(n) values must come back padded however the statement expands them."""
+    conn, client = setup
+    queries = read_corpus(["federated.sql"])
+    tally = Tally()
+    infinities(conn)
+    type_names = {oid: name for oid, name in conn.execute("SELECT oid::int, typname FROM pg_type").fetchall()}
+    for query in queries:
+        want = from_postgres(conn, query.plain, type_names)
+        for swap in (False, True):
+            got = from_gateway(client, query.federated(swap))
+            tally.add("federated", query, *compare(want, got, ordered(query.plain), may_refuse=True))
+    print("\n" + tally.report(f"federated corpus, {len(queries)} queries x 2"))
+    assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(
+        tally.differing
+    )
+    assert tally.outcomes["federated"][IDENTICAL] >= len(queries)
+
+
 @pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
 def test_times_in_other_time_zones(setup: tuple[psycopg.Connection, httpx.Client], zone: str) -> None:
     """Issue 10.4: the request's time zone on both routes is PostgreSQL's session TimeZone: timestamptz shown
@@ -58,7 +89,9 @@ def test_times_in_other_time_zones(setup: tuple[psycopg.Connection, httpx.Client
     finally:
         conn.execute("SET TimeZone = 'UTC'")
     print("\n" + tally.report(f"times and zones in {zone}, {len(queries)} queries"))
-    assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(tally.differing)
+    assert not tally.differing, f"{len(tally.differing)} silent differences:\n  " + "\n  ".join(
+        tally.differing
+    )
     assert tally.outcomes["lake"]["identical"] >= len(queries) * 3 // 4
 
 
@@ -130,7 +163,9 @@ def test_time_zone_shows_in_json_and_leaves_no_trace_in_pooled_sessions(
         body = {"sql": sql.format(s=schema), "time_zone": "Asia/Kolkata"}
         rows = client.post("/v1/query", json=body).json()["rows"]
         local = want[0].astimezone(datetime.timezone(datetime.timedelta(hours=5, minutes=30)))
-        assert rows == [{"tz": local.isoformat(timespec="microseconds"), "day": local.date().isoformat()}], schema
+        assert rows == [{"tz": local.isoformat(timespec="microseconds"), "day": local.date().isoformat()}], (
+            schema
+        )
     for _ in range(12):  # more than the pool's sessions: none kept Asia/Kolkata
         rows = client.post("/v1/query", json={"sql": sql.format(s="pg.public")}).json()["rows"]
         assert rows[0]["tz"].endswith("+00:00"), rows

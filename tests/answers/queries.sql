@@ -54,3 +54,7 @@ SELECT count(*) FROM {nums} n JOIN {grp} g ON n.id = g.id
 SELECT * FROM {tree} ORDER BY id
 SELECT * FROM {one}
 SELECT t.* FROM {tree} t WHERE t.parent = 2
+SELECT * FROM {grp} a JOIN {grp} b USING (h) WHERE a.id < 4 AND b.id < 6
+SELECT * FROM {strs} a FULL JOIN (SELECT k, id AS other FROM {strs} WHERE id > 6) b USING (k)
+SELECT * FROM {tree} a NATURAL JOIN {tree} b
+SELECT * FROM {strs} a JOIN {strs} b USING (c) WHERE a.id < 5
