@@ -66,9 +66,17 @@ def cast(node: exp.Expr, to: str) -> exp.Cast:
 
 
 def rules() -> list[Rule]:
-    from lakegate.gateway import dialect_formats, dialect_numbers, dialect_text, dialect_values, dialect_zones
+    from lakegate.gateway import (
+        dialect_collation,
+        dialect_formats,
+        dialect_numbers,
+        dialect_text,
+        dialect_values,
+        dialect_zones,
+    )
 
     return [
+        *dialect_collation.RULES,
         *dialect_zones.RULES,
         *dialect_formats.RULES,
         *dialect_numbers.RULES,
@@ -107,9 +115,7 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
             break
 
 
-def rewrap(
-    node: exp.Expr, make: Callable[[exp.Expr], exp.Expr], types: Typer
-) -> exp.Expr:
+def rewrap(node: exp.Expr, make: Callable[[exp.Expr], exp.Expr], types: Typer) -> exp.Expr:
     """Put ``make(node)`` (which may contain ``node``) where ``node`` is; the new node computes ``node``'s
     type, except that a char(n) value it trims is no longer padded."""
     parent, key, index = node.parent, node.arg_key, node.index

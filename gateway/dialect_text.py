@@ -347,4 +347,3 @@ RULES: list[Rule] = [
     _case_mapping,
     _hex,
 ]
-

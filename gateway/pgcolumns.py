@@ -15,20 +15,24 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakegate.connectors.query import QueryError
 from lakegate.gateway.catalog import Catalog, TableRef
+from lakegate.gateway.collations import NONDETERMINISTIC, Collation, column_collation, database_collation
 from lakegate.gateway.lake import quote
 from lakegate.gateway.pgtype import PgType, from_sqlglot
 
 COLUMNS = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), to_jsonb(co),
+       (SELECT to_jsonb(d) - 'datacl' FROM pg_catalog.pg_database d WHERE d.datname = current_database())
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation
 WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum
 """
@@ -56,6 +60,35 @@ def scanner_type(text: str) -> PgType | None:
     if typ.name == "bpchar":  # char(n): padded back by the view that reads the table (view_columns)
         return replace(typ, padded=True) if typ.length is not None else replace(typ, lossy=LOSSY_BPCHAR)
     return typ
+
+
+def _collated(typ: PgType | None, collation: Any, database: Any) -> PgType | None:
+    """``typ`` with the collation it orders and maps case by (a nondeterministic one makes it lossy)."""
+    if typ is None or not collation:
+        return typ
+    found = column_collation(collation, database)
+    typ = replace(typ, collation=found.order or "", casing=found.casing)
+    return (
+        typ if found.deterministic else replace(typ, lossy=NONDETERMINISTIC.format(collation.get("collname")))
+    )
+
+
+def with_source_collations(
+    types: dict[str, PgType | None], source: dict[str, PgType | None] | None
+) -> dict[str, PgType | None]:
+    """A lake table's column types with the collations of its source table's columns of the same name."""
+    if not source:
+        return types
+    out = dict(types)
+    for name, typ in types.items():
+        of_source = source.get(name)
+        if typ is not None and of_source is not None and of_source.collation is not None:
+            nondeterministic = (of_source.lossy or "").startswith(NONDETERMINISTIC.split("{")[0])
+            lossy = of_source.lossy if nondeterministic else None
+            out[name] = replace(
+                typ, collation=of_source.collation, casing=of_source.casing, lossy=typ.lossy or lossy
+            )
+    return out
 
 
 def view_columns(types: dict[str, PgType | None] | None) -> str | None:
@@ -91,20 +124,39 @@ class PgColumns:
         self.catalog = catalog
         self._cache: dict[tuple[str, str, str], tuple[float, dict[str, PgType | None] | None]] = {}
         self._lock = threading.Lock()
+        self._defaults: dict[str, Collation] = {}  #: source -> its database's default collation
+
+    def default_collation(self, source: str) -> Collation | None:
+        """The default collation of the source's database (None: not read yet)."""
+        with self._lock:
+            return self._defaults.get(source)
 
     def types(self, ref: TableRef) -> dict[str, PgType | None] | None:
-        key = (ref.source, ref.schema, ref.name)
+        """The columns of a PostgreSQL table as the statement's view of it reads them."""
+        return self.read(ref.source, ref.schema, ref.name)
+
+    def collations(self, source: str, schema: str, name: str) -> dict[str, PgType | None] | None:
+        """The columns of the source table of a lake table, for their collations (None: not known)."""
+        return self.read(source, schema, name)
+
+    def read(self, source: str, schema: str, name: str) -> dict[str, PgType | None] | None:
+        key = (source, schema, name)
         now = time.monotonic()
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None and now - hit[0] < TTL:
             return hit[1]
-        engine = self.catalog.postgres.get(ref.source)
+        engine = self.catalog.postgres.get(source)
         found: dict[str, PgType | None] | None = None
         if engine is not None:
             try:
-                rows = engine.fetch(COLUMNS, (ref.schema, ref.name))
-                found = {str(name): scanner_type(str(text)) for name, text in rows} or None
+                rows = engine.fetch(COLUMNS, (schema, name))
+                found = {
+                    str(row[0]): _collated(scanner_type(str(row[1])), row[2], row[3]) for row in rows
+                } or None
+                if rows:
+                    with self._lock:
+                        self._defaults[source] = database_collation(rows[0][3])
             except QueryError:
                 found = None  # the query reads it live and reports what is wrong
         with self._lock:

@@ -37,6 +37,9 @@ class PgType:
     precision: int | None = None  #: numeric(p, s)
     scale: int | None = None
     lossy: str | None = None  #: why DuckDB cannot read this column exactly (refused where it is used)
+    #: the linguistic collation a text column orders by in its source ("": bytes, as DuckDB; None: not known)
+    collation: str | None = None
+    casing: str | None = None  #: its case mapping where not the lake route's ("": the same; None: not known)
 
     @property
     def elem(self) -> PgType:

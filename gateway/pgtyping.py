@@ -67,7 +67,7 @@ _COMPARISONS = (
     exp.JSONBContains,
     exp.Escape,
 )
-_SAME_AS_ARG = (exp.Paren, exp.Neg, exp.Abs, exp.Ordered, exp.Order, exp.BitwiseNot)
+_SAME_AS_ARG = (exp.Paren, exp.Neg, exp.Abs, exp.Ordered, exp.Order, exp.BitwiseNot, exp.Collate)
 
 
 class Typer:
@@ -77,6 +77,11 @@ class Typer:
         self.ast = ast
         self.table_columns = table_columns
         self.zone = zone  #: the session time zone, which the rewrites of timestamptz computations follow
+        #: the linguistic default collation of a source database the statement reads (None: bytes or unknown)
+        self.collation: str | None = None
+        self.casing = ""  #: the default collation's case mapping where not the lake route's
+        self.bytewise: set[int] = set()  #: ids of expressions a COLLATE "C" (or alike) put in byte order
+        self.casings: dict[int, str] = {}  #: ids of expressions a COLLATE gave a case mapping -> it ("": ours)
         self._memo: dict[int, PgType | None] = {}
         self._busy: set[int] = set()
         self._ctes: dict[int, dict[str, exp.CTE]] = {}
@@ -278,9 +283,7 @@ class Typer:
             return self._generator(item, item)
         return None
 
-    def _generator(
-        self, func: exp.Expr, item: exp.Expr
-    ) -> list[tuple[str, PgType | None]] | None:
+    def _generator(self, func: exp.Expr, item: exp.Expr) -> list[tuple[str, PgType | None]] | None:
         alias = item.args.get("alias")
         name = fold(alias.this) if isinstance(alias, exp.TableAlias) and alias.this else "?column?"
         columns = pgsignatures.generator_columns(func, self.of)

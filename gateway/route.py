@@ -28,14 +28,16 @@ from typing import Any, cast
 
 from sqlglot import exp
 
+from lakegate.connectors.iceberg.schema import CHANGELOG_SUFFIX
 from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
+from lakegate.gateway.collations import Collation
 from lakegate.gateway.dialect import postgres_semantics
 from lakegate.gateway.dialect_stars import expand_merged_stars
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
-from lakegate.gateway.pgcolumns import PgColumns, view_columns
+from lakegate.gateway.pgcolumns import PgColumns, view_columns, with_source_collations
 from lakegate.gateway.pgtext import capped, user_text
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
@@ -153,10 +155,11 @@ class Router:
             routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
             _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
-            columns = self._table_columns(resolved, listing)
+            columns, collation = self._table_columns(resolved, listing)
             typer = Typer(ast, columns, zone)
             if expand_merged_stars(ast, typer):  # typed again: the expanded columns are new nodes
                 typer = Typer(ast, columns, zone)
+            typer.collation, typer.casing = collation.order, collation.casing
             typer.all()
             projections = typer.projections(ast)
             postgres_semantics(ast, typer)
@@ -183,7 +186,15 @@ class Router:
                     pg_hits[pg.view] = name
         pg_views = bool(pg_hits) or any(pg.columns for pg in routed.pgs)
         if not routed.lakes and not pg_views:
-            return Plan(routed.route, routed.body, routed.source, routed.body, {}, list(routed.tables), routed.pg_types)
+            return Plan(
+                routed.route,
+                routed.body,
+                routed.source,
+                routed.body,
+                {},
+                list(routed.tables),
+                routed.pg_types,
+            )
         views: dict[str, str] = {}
         entries = [self.lake.entry(read.ref.schema, read.ref.name, listing) for read in routed.lakes]
         present = [entry for read, entry in zip(routed.lakes, entries, strict=True) if read.travel is None]
@@ -201,7 +212,14 @@ class Router:
         with_views = ", ".join(f"{quote(name)} AS NOT MATERIALIZED ({sql})" for name, sql in views.items())
         sql = f"{head}{with_views}{', ' + ctes if ctes else ''} {main}"
         return Plan(
-            routed.route, sql, routed.source, routed.body, views, list(routed.tables), routed.pg_types, source_lsn
+            routed.route,
+            sql,
+            routed.source,
+            routed.body,
+            views,
+            list(routed.tables),
+            routed.pg_types,
+            source_lsn,
         )
 
     # ------------------------------------------------------------------------------------------ postgres
@@ -217,7 +235,9 @@ class Router:
         for table, ref in resolved:
             if table.args.get("version"):
                 raise _bad(table, f"time travel is only for lake tables; {ref} is a live PostgreSQL table")
-        pg_names = [(t, f"{_ident(r.schema).sql('postgres')}.{_ident(r.name).sql('postgres')}") for t, r in resolved]
+        pg_names = [
+            (t, f"{_ident(r.schema).sql('postgres')}.{_ident(r.name).sql('postgres')}") for t, r in resolved
+        ]
         own = text and user_text(text, ast, pg_names)
         if own:
             return Routed(POSTGRES_ROUTE, capped(own, ast, max_rows), resolved[0][1].source, names)
@@ -298,18 +318,37 @@ class Router:
 
     def _table_columns(
         self, resolved: list[tuple[exp.Table, TableRef]], listing: dict[tuple[str, str], str | None]
-    ) -> Callable[[exp.Table], dict[str, PgType | None] | None]:
-        """The typing's view of the statement's tables: PostgreSQL's type of each column, where known."""
+    ) -> tuple[Callable[[exp.Table], dict[str, PgType | None] | None], Collation]:
+        """The typing's view of the statement's tables (PostgreSQL's type of each column, where known, with the
+        collation it has in its source database), and the default collation of the source databases the statement
+        reads (a linguistic order or another case mapping if one of them has it)."""
         by_node: dict[int, dict[str, PgType | None] | None] = {}
+        sources: set[str] = set()
         for table, ref in resolved:
             if ref.kind == LAKE:
                 try:
-                    by_node[id(table)] = lakecolumns.column_types(self.lake.entry(ref.schema, ref.name, listing).table)
+                    lake_table = self.lake.entry(ref.schema, ref.name, listing).table
+                    types = lakecolumns.column_types(lake_table)
                 except Exception:  # noqa: BLE001 - types are a refinement: an unreadable table is reported later
                     by_node[id(table)] = None
+                    continue
+                source = str(lake_table.properties.get("lakegate.source") or "")
+                if (
+                    source in self.catalog.postgres
+                ):  # the source table's collations, where the gateway reads it
+                    name = ref.name.removesuffix(CHANGELOG_SUFFIX)
+                    types = with_source_collations(
+                        types, self.pg_columns.collations(source, ref.schema, name)
+                    )
+                    sources.add(source)
+                by_node[id(table)] = types
             else:
                 by_node[id(table)] = self.pg_columns.types(ref)
-        return lambda table: by_node.get(id(table))
+                sources.add(ref.source)
+        defaults = [d for d in (self.pg_columns.default_collation(s) for s in sorted(sources)) if d]
+        order = next((d.order for d in defaults if d.order), None)
+        casing = next((d.casing for d in defaults if d.casing), "" if defaults else None)
+        return (lambda table: by_node.get(id(table))), Collation(order, casing or "")
 
     def _travel(self, table: exp.Table) -> TimeTravel | None:
         version = table.args.get("version")

@@ -68,3 +68,13 @@ INSERT INTO tree VALUES (1, NULL, 'root'), (2, 1, 'a'), (3, 1, 'b'), (4, 2, 'a1'
 
 CREATE TABLE one (id int PRIMARY KEY);
 INSERT INTO one VALUES (1);
+
+-- text that linguistic collations order differently from bytes: case, accents, punctuation, spaces, digits,
+-- ligatures, decomposed accents, astral characters (the database's collation orders as bytes; c and u name
+-- byte-order collations explicitly)
+CREATE TABLE words (id int PRIMARY KEY, w text, c text COLLATE "C", u text COLLATE pg_c_utf8);
+INSERT INTO words SELECT i, x, x, x FROM unnest(ARRAY[
+ 'a', 'B', 'b', 'A', 'é', 'e', 'E', 'É', 'a b', 'ab', 'a-b', 'a_b', '_a', ' a', 'a ', '1', '10', '2', 'Z', 'z',
+ 'ä', 'ß', 'ss', 'SS', 'Ab', 'aB', '', NULL, 'ﬁ', 'fi', 'Å', 'Å', 'å', 'ǅ', '😀', 'ø', 'o', 'œ', 'oe', 'co-op',
+ 'coop', 'co op', 'Ω', 'ω', '~', '!', 'a''b', 'a.b', 'résumé', 'resume', 'Resume', 'naïve', 'naive'
+]) WITH ORDINALITY AS v(x, i);
