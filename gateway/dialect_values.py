@@ -143,6 +143,8 @@ def _date_trunc(node: exp.Expr, types: Typer) -> exp.Expr | None:
     unit = node.args.get("unit")
     name = exp.Literal.string(unit.name if unit is not None else "day")
     zone = types.zone
+    if zone != "UTC" and source.is_("timestamptz") and name.this.upper() in _CLOCK_UNITS:
+        return _clock_trunc(value, name, zone)
     if zone != "UTC" and source.is_("date", "timestamptz"):  # truncated in local time, back to an instant
         local = (
             cast(value, "TIMESTAMP")
@@ -153,6 +155,22 @@ def _date_trunc(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if source.is_("date"):
         value = cast(value, "TIMESTAMPTZ")
     return call("pg_date_trunc", name, value)
+
+
+#: units below a day: PostgreSQL truncates the local time and keeps the instant's offset (no new offset is
+#: looked up, as for a day or more): in the hour a daylight-saving change repeats, 01:30-04 becomes 01:00-04
+_CLOCK_UNITS = {"HOUR", "MINUTE", "SECOND", "MILLISECONDS", "MILLISECOND", "MICROSECONDS", "MICROSECOND"}
+
+
+def _clock_trunc(value: exp.Expr, unit: exp.Literal, zone: str) -> exp.Expr:
+    """``date_trunc(unit, value)`` of a timestamptz below a day: the instant less what truncating its local time
+    takes away (the offset stays; an infinity stays)."""
+    local = call("timezone", exp.Literal.string(zone), value.copy())
+    cut = exp.Paren(this=exp.Sub(this=local, expression=call("date_trunc", unit, local.copy())))
+    return exp.Case(
+        ifs=[exp.If(this=call("isinf", value.copy()), true=value.copy())],
+        default=exp.Sub(this=value, expression=cut),
+    )
 
 
 RULES: list[Rule] = [_array_concat, _array_functions, _quantified, _extract, _date_trunc]

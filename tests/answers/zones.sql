@@ -34,3 +34,14 @@ SELECT id, date_trunc('day', tz) + interval '12 hours' FROM {times} ORDER BY id
 SELECT count(*) FILTER (WHERE tz < now()), count(*) FILTER (WHERE tz::date < current_date) FROM {times}
 SELECT id, tz FROM {times} WHERE tz < '2024-03-10 03:00:00' AND tz > '2023-12-31T20:00' ORDER BY id
 SELECT id, to_char(tz, 'YYYY-MM-DD HH24:MI:SS') FROM {times} ORDER BY id
+-- daylight-saving changes (America/New_York 2026-03-08 and 2026-11-01, Europe/London 2026-10-25): a local time
+-- in the gap reads with the offset before it, a repeated one with the offset after it (PostgreSQL's rule)
+SELECT '2026-11-01 01:30'::timestamptz, '2026-03-08 02:30'::timestamptz, timestamptz '2026-11-01 01:59:59.999999' FROM {one}
+SELECT '2026-11-01 00:59:59'::timestamptz, '2026-11-01 02:00'::timestamptz, '2026-03-08 03:00'::timestamptz FROM {one}
+SELECT '2026-11-01 01:30'::timestamp::timestamptz, '2026-03-08 02:30'::timestamp::timestamptz, date '2026-03-08' + time '02:30' = '2026-03-08 03:30'::timestamptz FROM {one}
+SELECT timestamp '2026-11-01 01:30' AT TIME ZONE 'America/New_York', timestamp '2026-03-08 02:30' AT TIME ZONE 'America/New_York' FROM {one}
+SELECT timestamp '2026-10-25 01:30' AT TIME ZONE 'Europe/London', timestamp '2026-03-29 01:30' AT TIME ZONE 'Europe/London' FROM {one}
+SELECT timestamptz '2026-11-01 05:30+00' AT TIME ZONE 'America/New_York', timestamptz '2026-11-01 06:30+00' AT TIME ZONE 'America/New_York' FROM {one}
+SELECT g, date_trunc('hour', g), date_trunc('minute', g), date_trunc('day', g), g::timestamp, extract(hour from g) FROM {one}, (VALUES (timestamptz '2026-11-01 05:30:45+00'), (timestamptz '2026-11-01 06:30:45+00'), (timestamptz '2026-03-08 06:59:59+00'), (timestamptz '2026-03-08 07:00:00+00'), (timestamptz 'infinity')) v(g) ORDER BY v.g
+SELECT g + interval '1 day', g - interval '1 day', g + interval '1 hour' FROM {one}, (VALUES (timestamptz '2026-10-31 05:30+00'), (timestamptz '2026-11-02 06:30+00'), (timestamptz '2026-03-07 07:30+00'), (timestamptz '2026-03-09 06:30+00')) v(g) ORDER BY v.g
+SELECT count(*) FROM {times} WHERE tz > '2026-11-01 01:30' OR tz < '2026-03-08 02:30'
