@@ -5,7 +5,8 @@ sqlglot translates syntax; it does not promise PostgreSQL's semantics, which dif
 everyday places. Written by hand (no library does this). The statement is typed first
 (:mod:`lakegate.gateway.pgtyping`: PostgreSQL's type of every expression, where known), then every node is
 offered to the rules, children before parents; a rule returns the node's replacement (which computes the same
-PostgreSQL type) or raises :class:`UnsupportedQuery`. The rules live by subject:
+PostgreSQL type) or raises :class:`UnsupportedQuery`. A replacement that wraps the node (a cast of its result)
+leaves the node to the rules after it; any other ends its turn. The rules live by subject:
 
 * :mod:`~lakegate.gateway.dialect_numbers`: division and modulo (integer, exact numeric, float with PostgreSQL's
   overflow errors), ``avg``/``variance``/``stddev`` of exact types, ``sum``, rounding, casts to numbers;
@@ -42,8 +43,6 @@ REFUSED: dict[str, str] = {
     "timestrtotime": "to_timestamp() with PostgreSQL's patterns",
     "tonumber": "to_number() with PostgreSQL's patterns",
     "to_number": "to_number() with PostgreSQL's patterns",
-    "format": "format() (PostgreSQL's %I/%L/%s conversions)",
-    "similarto": "SIMILAR TO (PostgreSQL's SQL regular expressions)",
 }
 
 
@@ -69,7 +68,9 @@ def rules() -> list[Rule]:
     from lakegate.gateway import (
         dialect_collation,
         dialect_formats,
+        dialect_json,
         dialect_numbers,
+        dialect_patterns,
         dialect_text,
         dialect_values,
         dialect_zones,
@@ -82,6 +83,8 @@ def rules() -> list[Rule]:
         *dialect_numbers.RULES,
         *dialect_text.RULES,
         *dialect_values.RULES,
+        *dialect_json.RULES,
+        *dialect_patterns.RULES,
     ]
 
 
@@ -111,8 +114,20 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
                 raise refusal(node, "this statement")
             typer.note(replacement, typer.of(node))
             _put(parent, key, index, replacement)
-            replaced.add(id(node))
-            break
+            if not _wraps(replacement, node):
+                replaced.add(id(node))
+                break
+            # the rule wrapped the node (a cast of its result, say): the later rules still see the node itself
+
+
+def _wraps(replacement: exp.Expr, node: exp.Expr) -> bool:
+    """Whether ``node`` is inside ``replacement`` (which took its place)."""
+    current: exp.Expr | None = node.parent
+    while current is not None:
+        if current is replacement:
+            return True
+        current = current.parent
+    return False
 
 
 def rewrap(node: exp.Expr, make: Callable[[exp.Expr], exp.Expr], types: Typer) -> exp.Expr:

@@ -6,6 +6,7 @@ sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that m
 * ``ROLLUP``/``CUBE``/``GROUPING SETS`` take any expression (``ROLLUP (x IS NULL)``), not only a bitwise one;
 * ``date_part('field', x)`` is ``float8`` and ``extract(field FROM x)`` is ``numeric``; sqlglot parses both into
   :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``);
+* ``f(j -> 'k')`` is the json operator (sqlglot reads a lambda of ``j``: PostgreSQL has none);
 * ``to_char(x, pattern)`` stays a plain call with PostgreSQL's pattern (sqlglot rewrites it as ``strftime``).
 
 Generation is unchanged (the class inherits PostgreSQL's generator); the lake route generates DuckDB.
@@ -31,6 +32,8 @@ class LakegatePostgres(Postgres):
             # kept as written: sqlglot's translation of the pattern to strftime loses FM, padding and AM/PM
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
         }
+        # PostgreSQL has no lambdas: ``f(j -> 'k')`` is the json operator, not a lambda of j (=> stays: named args)
+        LAMBDAS = {k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW}
         FUNCTION_PARSERS = {
             **Postgres.Parser.FUNCTION_PARSERS,
             "DATE_PART": lambda self: self._parse_marked_date_part(),

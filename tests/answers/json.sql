@@ -39,3 +39,13 @@ SELECT id, j::text, jb::text FROM {misc}
 SELECT id, jb::json FROM {misc}
 SELECT count(*) FROM {misc} WHERE jb->>'a' IS NULL
 SELECT id, jsonb_extract_path_text(jb, 'c', 'd') FROM {misc}
+SELECT id, jb ? 'a', jb ? 'two', jb ? 'text', jb ?| array['x', NULL, 'e'], jb ?& array['a', 'b'], jb ?& array['e', NULL] FROM {misc}
+SELECT id, jb ?& array[]::text[] FROM {misc}
+SELECT id, jb #> '{b,1}', jb #> '{"c", "d"}', jb #> ARRAY['b', '0'], jb #> '{}', jb #>> '{a}' FROM {misc} WHERE id IN (1, 4, 6)
+SELECT id, jb #> '{b,-1}' FROM {misc}
+SELECT id, jb #>> '{c}' FROM {misc} WHERE id = 1
+SELECT '{"a": 1.50, "b": "x"}'::jsonb ->> 'a' FROM {one}
+SELECT '{"a": 1.50, "b": "x"}'::jsonb ->> 'b', '[10, "y", null, true]'::jsonb ->> 3 FROM {one}
+SELECT id, jsonb_array_elements(jb) FROM {misc}
+SELECT id, jsonb_object_keys(jb->'c') FROM {misc}
+SELECT id, jsonb_array_length(jb->'b'), jsonb_typeof(jb->'c') FROM {misc}

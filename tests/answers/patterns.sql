@@ -29,3 +29,9 @@ SELECT id, regexp_replace('aaa', 'a', 'b') FROM {one}
 SELECT id, regexp_replace('aaa', 'a', 'b', 'g') FROM {one}
 SELECT id, regexp_count('banana', 'an') FROM {one}
 SELECT id, regexp_like('Hello', 'h', 'i') FROM {one}
+SELECT id, t SIMILAR TO '%o%', t NOT SIMILAR TO '(h|H)%', t SIMILAR TO '_{5}' FROM {strs}
+SELECT id, t SIMILAR TO '%\%%', t SIMILAR TO 'a#%b%' ESCAPE '#', t SIMILAR TO '%.%' FROM {strs}
+SELECT id, c SIMILAR TO 'ab', c SIMILAR TO 'ab %', v SIMILAR TO '(x|a)%_{1,2}' FROM {strs}
+SELECT id, t SIMILAR TO 'line1%line2', t SIMILAR TO '%^%', t SIMILAR TO '(a|b)+' FROM {strs}
+SELECT id, t SIMILAR TO '%[a-c]%' FROM {strs}
+SELECT id, t SIMILAR TO '\d%' FROM {strs}

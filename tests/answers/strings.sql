@@ -85,3 +85,6 @@ SELECT id, 'abc' || 1 || true FROM {one}
 SELECT id, E'a\tb', 'it''s' FROM {one}
 SELECT id, length('Ünïcödé'), upper('straße') FROM {one}
 SELECT id, t ILIKE 'HELLO%' FROM {strs}
+SELECT id, format('%s|%s|%%|%L', t, c, v), format('%s', id), format('x%sy', NULL::text) FROM {strs}
+SELECT id, format('%L', t) FROM {strs}
+SELECT id, format('%1$s', t) FROM {strs}

@@ -1,0 +1,136 @@
+"""``SIMILAR TO`` and ``format()`` on the DuckDB route as PostgreSQL computes them (rules of
+:mod:`lakegate.gateway.dialect`).
+
+``SIMILAR TO`` with a literal pattern becomes the regular expression PostgreSQL's ``similar_to_escape`` builds
+(``^(?:...)$``; ``%`` -> ``.*``, ``_`` -> ``.``, ``(`` -> ``(?:``, ``.``/``^``/``$``/``\\`` escaped, the escape
+character (backslash unless ``ESCAPE`` says otherwise) quoting the next one), matched by RE2 with ``.`` across
+newlines, as PostgreSQL's regular expressions match. Whether a match exists is the same in both engines for what
+this produces; bracket expressions, escaped letters or digits (class escapes such as ``\\d``, whose classes the
+engines define differently), bounds other than ``{m}``/``{m,}``/``{m,n}`` and the ``\\"`` separators of
+``SUBSTRING`` are refused, as is a pattern that is not a literal.
+
+``format()`` with a literal format string of ``%s``, ``%L`` and ``%%`` over text and integer arguments becomes a
+concatenation (``%s`` of NULL is empty, ``%L`` of NULL is ``NULL`` unquoted, as PostgreSQL's); ``%I`` (which
+needs PostgreSQL's keyword list), widths and positions are refused. Written by hand: no library translates
+either.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from lakegate.gateway.dialect import Rule, call, refusal
+from lakegate.gateway.pgtyping import Typer
+
+_BOUND = re.compile(r"\{\d+(?:,\d*)?\}")
+_FORMAT = re.compile(r"%(.)", re.DOTALL)
+
+
+def similar_regex(pattern: str, escape: str | None) -> str | None:
+    """The regular expression of a SIMILAR TO pattern (None: not one this module translates exactly)."""
+    out = ["^(?:"]
+    after_escape = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if after_escape:
+            if char.isalnum() or char == '"':
+                return None  # class escapes (\d ...) and SUBSTRING's separators
+            out.append("\\" + char)
+            after_escape = False
+        elif escape is not None and char == escape:
+            after_escape = True
+        elif char == "[":
+            return None
+        elif char == "{":
+            bound = _BOUND.match(pattern, i)
+            if bound is None:
+                return None
+            out.append(bound.group(0))
+            i = bound.end()
+            continue
+        elif char == "%":
+            out.append(".*")
+        elif char == "_":
+            out.append(".")
+        elif char == "(":
+            out.append("(?:")
+        elif char in "\\.^$":
+            out.append("\\" + char)
+        else:
+            out.append(char)
+        i += 1
+    if after_escape:
+        return None  # PostgreSQL: "invalid escape string"
+    out.append(")$")
+    return "".join(out)
+
+
+def _similar(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if isinstance(node, exp.SimilarTo) and isinstance(node.parent, exp.Escape):
+        return None  # with its ESCAPE clause, below
+    escape: str | None = "\\"
+    if isinstance(node, exp.Escape) and isinstance(node.this, exp.SimilarTo):
+        clause = node.expression
+        if not (isinstance(clause, exp.Literal) and clause.is_string and len(clause.name) <= 1):
+            raise refusal(node, "SIMILAR TO with an ESCAPE other than one character")
+        escape = clause.name or None
+        similar = node.this
+    elif isinstance(node, exp.SimilarTo):
+        similar = node
+    else:
+        return None
+    pattern = similar.expression
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        raise refusal(node, "SIMILAR TO with a pattern that is not a literal")
+    regex = similar_regex(pattern.name, escape)
+    if regex is None:
+        raise refusal(
+            node,
+            f"SIMILAR TO {pattern.name!r} (bracket expressions, class escapes and other bounds than {{m,n}} "
+            "differ between PostgreSQL's regular expressions and DuckDB's)",
+        )
+    return call("regexp_matches", similar.this, exp.Literal.string(regex), exp.Literal.string("s"))
+
+
+def _format(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Format):
+        return None
+    text, args = node.this, list(node.expressions)
+    if not (isinstance(text, exp.Literal) and text.is_string):
+        raise refusal(node, "format() with a format string that is not a literal")
+    for arg in args:
+        typ = types.of(arg)
+        if typ is None or not (typ.string or typ.integer):
+            raise refusal(node, "format() of other than text and integer values (their text differs)")
+    pieces: list[exp.Expr] = []
+    at, used = 0, 0
+    for match in _FORMAT.finditer(text.name):
+        pieces.append(exp.Literal.string(text.name[at : match.start()]))
+        at = match.end()
+        kind = match.group(1)
+        if kind == "%":
+            pieces.append(exp.Literal.string("%"))
+            continue
+        if kind not in "sL" or used >= len(args):
+            raise refusal(node, f"format() with %{kind} (or too few arguments)")
+        value = args[used]
+        used += 1
+        if kind == "s":
+            pieces.append(call("coalesce", exp.cast(value, "text"), exp.Literal.string("")))
+        else:
+            pieces.append(
+                call("coalesce", call("quote_literal", exp.cast(value, "text")), exp.Literal.string("NULL"))
+            )
+    if "%" in text.name[at:]:
+        raise refusal(node, "format() with an unterminated % specifier")
+    pieces.append(exp.Literal.string(text.name[at:]))
+    out: exp.Expr = pieces[0]
+    for piece in pieces[1:]:
+        out = exp.DPipe(this=out, expression=piece, safe=True)
+    return exp.Paren(this=out)
+
+
+RULES: list[Rule] = [_similar, _format]
