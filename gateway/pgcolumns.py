@@ -37,6 +37,7 @@ WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum
 """
 TTL = 5.0
+RETRY = 60.0  #: seconds a source whose catalog could not be read is not asked again for a lake query
 LOSSY_NUMERIC = (
     "an unconstrained numeric of a PostgreSQL table, which DuckDB's PostgreSQL scanner reads as a double"
 )
@@ -125,6 +126,8 @@ class PgColumns:
         self._cache: dict[tuple[str, str, str], tuple[float, dict[str, PgType | None] | None]] = {}
         self._lock = threading.Lock()
         self._defaults: dict[str, Collation] = {}  #: source -> its database's default collation
+        self._failed: dict[str, float] = {}  #: source -> when reading its catalog last failed
+        self._known: dict[tuple[str, str, str], dict[str, PgType | None]] = {}  #: last read of a lake's source
 
     def default_collation(self, source: str) -> Collation | None:
         """The default collation of the source's database (None: not read yet)."""
@@ -136,8 +139,19 @@ class PgColumns:
         return self.read(ref.source, ref.schema, ref.name)
 
     def collations(self, source: str, schema: str, name: str) -> dict[str, PgType | None] | None:
-        """The columns of the source table of a lake table, for their collations (None: not known)."""
-        return self.read(source, schema, name)
+        """The columns of the source table of a lake table, for their collations (None: not known). A lake
+        query must not wait for a source that is down: after a failed read the source is not asked again for
+        ``RETRY`` seconds, and meanwhile the last collations read are used (they change rarely)."""
+        key = (source, schema, name)
+        with self._lock:
+            failed = self._failed.get(source)
+            if failed is not None and time.monotonic() - failed < RETRY:
+                return self._known.get(key)
+        found = self.read(source, schema, name)
+        with self._lock:
+            if found is not None:
+                self._known[key] = found
+            return found if found is not None else self._known.get(key)
 
     def read(self, source: str, schema: str, name: str) -> dict[str, PgType | None] | None:
         key = (source, schema, name)
@@ -154,11 +168,14 @@ class PgColumns:
                 found = {
                     str(row[0]): _collated(scanner_type(str(row[1])), row[2], row[3]) for row in rows
                 } or None
-                if rows:
-                    with self._lock:
+                with self._lock:
+                    self._failed.pop(source, None)
+                    if rows:
                         self._defaults[source] = database_collation(rows[0][3])
             except QueryError:
                 found = None  # the query reads it live and reports what is wrong
+                with self._lock:
+                    self._failed[source] = now
         with self._lock:
             self._cache[key] = (now, found)
         return found

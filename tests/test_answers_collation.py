@@ -163,3 +163,33 @@ def test_a_nondeterministic_collation_refuses_the_column_everywhere() -> None:
     ast = sqlglot.parse_one("SELECT id FROM t WHERE w = 'a'", read="postgres")
     with pytest.raises(UnsupportedQuery, match="nondeterministic collation"):
         postgres_semantics(ast, Typer(ast, lambda table: columns))
+
+
+def test_a_lake_query_does_not_wait_for_a_source_that_is_down() -> None:
+    """After a failed catalog read the source is not asked again for a while; the collations read before
+    stay in use (a fake engine at the catalog seam: the real one waits its connect timeout)."""
+    from lakegate.connectors.query import QueryError
+    from lakegate.gateway import pgcolumns
+
+    class Engine:
+        calls = 0
+        down = False
+
+        def fetch(self, sql: str, params: tuple[str, str]) -> list[tuple[object, ...]]:
+            Engine.calls += 1
+            if Engine.down:
+                raise QueryError("PostgreSQL source 'pg' is unavailable", "unavailable", engine="postgres")
+            c = {"collname": "C", "collprovider": "c", "collcollate": "C", "collctype": "C"}
+            return [("w", "text", c, {"datcollate": "C.UTF-8", "datctype": "C.UTF-8"})]
+
+    class Catalog:
+        postgres = {"pg": Engine()}
+
+    columns = pgcolumns.PgColumns(Catalog())  # type: ignore[arg-type]
+    first = columns.collations("pg", "public", "t")
+    assert first is not None and first["w"] == dataclasses.replace(TEXT, collation="", casing=ASCII_CASING)
+    Engine.down = True
+    columns._cache.clear()  # the short cache expired
+    assert columns.collations("pg", "public", "t") == first and Engine.calls == 2
+    columns._cache.clear()
+    assert columns.collations("pg", "public", "t") == first and Engine.calls == 2  # not asked again yet
