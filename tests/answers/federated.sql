@@ -28,3 +28,4 @@ SELECT s.id, c FROM {pg:strs} s WHERE EXISTS (SELECT 1 FROM {lake:strs} t WHERE 
 SELECT * FROM {pg:nums} n JOIN {lake:one} o ON true
 SELECT n.* FROM {pg:times} n JOIN {lake:one} o ON true
 SELECT m.* FROM {pg:misc} m JOIN {lake:one} o ON true
+SELECT s.id FROM {pg:strs} s JOIN {lake:one} o ON true WHERE s.c IN ('ab', '', 'é  ') OR s.c = 'fox'

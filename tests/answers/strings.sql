@@ -88,3 +88,7 @@ SELECT id, t ILIKE 'HELLO%' FROM {strs}
 SELECT id, format('%s|%s|%%|%L', t, c, v), format('%s', id), format('x%sy', NULL::text) FROM {strs}
 SELECT id, format('%L', t) FROM {strs}
 SELECT id, format('%1$s', t) FROM {strs}
+SELECT id FROM {strs} WHERE c = 'ab   '
+SELECT id FROM {strs} WHERE c <> 'ab' OR c = ''
+SELECT id, c IN ('ab', ' x', 'zzzzzzzz', 'zzzzzzzzz'), c = 'zzzzzzzzz', c IS NOT DISTINCT FROM 'é' FROM {strs}
+SELECT id FROM {strs} WHERE c IN ('q''t  ', 'fox') OR c IS DISTINCT FROM 'aaa'
