@@ -38,6 +38,30 @@ class IngestSettings:
         "and a busy table commits every second. Time travel reaches back this many commits at most (0 = no limit).",
         100,
     )
+    compact_every: int = setting(
+        "The writer compacts a state table every this many commits to it (0 = never; 'lakegate maintain "
+        "--compact' then does it).",
+        16,
+    )
+    compact_deleted_fraction: float = setting(
+        "Compaction rewrites a state table's data file without its deleted rows once this fraction of them is "
+        "deleted (a file whose rows are all deleted is dropped).",
+        0.2,
+    )
+    compact_small_file: int = setting(
+        "State-table data files smaller than this count as small ...", 8 * 2**20, kind="size"
+    )
+    compact_min_small_files: int = setting("... and are merged into one once there are this many.", 16)
+    compact_max_delete_files: int = setting(
+        "Compaction merges a state table's position-delete files (the smaller ones, by size tiers) when it holds "
+        "more than this many.",
+        16,
+    )
+    compact_max_bytes: int = setting(
+        "At most this many bytes of data files are rewritten by one compaction (the rest waits for the next).",
+        512 * 2**20,
+        kind="size",
+    )
     changelog_retention: float = setting(
         "Change-log rows older than this are removed once the state table holds them (0 = keep every change).",
         0.0,

@@ -27,6 +27,18 @@ from lakegate.ingest.config import IngestSettings
 log = logging.getLogger("lakegate.maintain")
 
 
+def compaction_thresholds(cfg: IngestSettings) -> compaction.Thresholds:
+    """The ``compact_*`` settings, as the state table's compaction takes them."""
+    return compaction.Thresholds(
+        deleted_fraction=cfg.compact_deleted_fraction,
+        small_file=cfg.compact_small_file,
+        min_small_files=cfg.compact_min_small_files,
+        max_delete_files=cfg.compact_max_delete_files,
+        max_bytes=cfg.compact_max_bytes,
+        every=cfg.compact_every,
+    )
+
+
 def replicated(sources: Sequence[SourceSettings]) -> list[TableRef]:
     return [TableRef.parse(t) for src in sources for t in src.replicate]
 
@@ -49,7 +61,10 @@ def maintain_table(
     if compact_state and table.state is not None:
         position = table.state_checkpoint()
         result = compaction.compact(
-            statesync.state_of(table), stamp(position, **{"lakegate.maintenance": "compact"}), index=False
+            statesync.state_of(table),
+            stamp(position, **{"lakegate.maintenance": "compact"}),
+            compaction_thresholds(cfg),
+            index=False,
         )
         log.info("%s: state table: %s", table.schema.table, result)
     retention = cfg.changelog_retention

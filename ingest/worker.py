@@ -50,6 +50,7 @@ from lakegate.connectors.postgres.types import ConversionError
 from lakegate.ingest import apply
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
+from lakegate.ingest.maintain import compaction_thresholds
 from lakegate.ingest.progress import Progress
 from lakegate.ingest.upkeep import MaintenanceThread
 
@@ -194,7 +195,9 @@ class Worker:
         self.lake = {}
         for ref, schema in schemas.items():
             oid = source.source_tables[ref].oid
-            table = LakeTable(self.catalog, schema, source=self.src.name)
+            table = LakeTable(
+                self.catalog, schema, source=self.src.name, compaction=compaction_thresholds(self.cfg)
+            )
             existed = table.load()
             if not existed and record:
                 existed = self._follow_rename(table, ref, oid, record)

@@ -162,3 +162,14 @@ def _validate(settings: Settings) -> None:
                 raise SettingsError(f"source {src.name!r}: replicate entry {table!r} must be schema.table")
     if settings.ingest.commit_interval <= 0:
         raise SettingsError("ingest.commit_interval must be positive")
+    ingest = settings.ingest
+    if not 0 < ingest.compact_deleted_fraction <= 1:
+        raise SettingsError(
+            f"ingest.compact_deleted_fraction = {ingest.compact_deleted_fraction} must be above 0 and at most 1 "
+            "(the default is 0.2: a file is rewritten once a fifth of its rows are deleted)"
+        )
+    for key in ("compact_every", "compact_small_file", "compact_min_small_files", "compact_max_delete_files"):
+        if getattr(ingest, key) < 0:
+            raise SettingsError(f"ingest.{key} = {getattr(ingest, key)} must not be negative")
+    if ingest.compact_max_bytes <= 0:
+        raise SettingsError(f"ingest.compact_max_bytes = {ingest.compact_max_bytes} must be positive")

@@ -4,14 +4,26 @@ index moves with the rows it locates, and plain readers (pyiceberg, DuckDB) see 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import psycopg
 import pyarrow as pa
+import pytest
 from pyiceberg.manifest import ManifestContent
 
+from lakegate.connectors.config import SettingsError
 from lakegate.connectors.iceberg import compaction, keyindex
 from lakegate.connectors.iceberg.state import StateTable
-from tests.lakehelp import _assert_same, arrow_rows
+from lakegate.ingest.maintain import compaction_thresholds
+from tests.lakehelp import (
+    _assert_same,
+    arrow_rows,
+    assert_lake_equals_source,
+    make_settings,
+    running_worker,
+    wait_caught_up,
+)
 from tests.readers import duckdb_alone
 from tests.test_open_lake_deletes import COLUMNS, COMPOSITE, Model, _catalog, _create
 
@@ -104,3 +116,42 @@ def test_lookup_reads_current_rows_by_key_through_the_index(tmp_path: Path) -> N
             names,
         )
         _assert_same(arrow_rows(state.lookup(keys), names), expected, f"lookup after commit {step}")
+
+
+def _delete_files_after_updates(pg: psycopg.Connection, settings: Any, first: int) -> int:
+    """Six single-row updates, each committed on its own; the state table's delete files afterwards."""
+    with running_worker(settings):
+        wait_caught_up(pg)
+        for key in range(first, first + 6):
+            pg.execute("UPDATE t SET v = v + 1 WHERE id = %s", (key,))
+            wait_caught_up(pg)
+    table = assert_lake_equals_source(pg, settings, "public.t")
+    assert table.state is not None
+    return _files(StateTable(table.state, table.schema.key))[1]
+
+
+def test_the_compaction_settings_decide_when_the_writer_compacts(
+    pg: psycopg.Connection, pg_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 12: the thresholds are settings ([ingest] compact_*). With the defaults (every 16 commits, more than
+    16 delete files) six commits leave six delete files; compacting every 2 commits and merging past 1 delete
+    file keeps them at 3 at most (merged by size tiers: a one-row file is not merged into a larger one at once)."""
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL)")
+    pg.execute("INSERT INTO t SELECT g, 0 FROM generate_series(1, 200) g")
+    (tmp_path / "default").mkdir()
+    (tmp_path / "eager").mkdir()
+    default = make_settings(pg_dsn, tmp_path / "default", ["public.t"])
+    assert compaction_thresholds(default.ingest) == compaction.Thresholds()
+    assert _delete_files_after_updates(pg, default, 1) == 6
+    eager = make_settings(
+        pg_dsn,
+        tmp_path / "eager",
+        ["public.t"],
+        compact_every=2,
+        compact_max_delete_files=1,
+        compact_small_file="1MiB",
+    )
+    assert compaction_thresholds(eager.ingest) == compaction.Thresholds(every=2, max_delete_files=1, small_file=2**20)
+    assert _delete_files_after_updates(pg, eager, 11) <= 3
+    with pytest.raises(SettingsError, match="compact_deleted_fraction = 0"):
+        make_settings(pg_dsn, tmp_path, ["public.t"], compact_deleted_fraction=0)

@@ -41,11 +41,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Thresholds:
+    """When a state table is compacted and what a compaction rewrites (settings ``compact_*`` of ``[ingest]``)."""
+
     deleted_fraction: float = 0.2
     small_file: int = 8 * 2**20
     min_small_files: int = 16
     max_delete_files: int = 16
     max_bytes: int = 512 * 2**20
+    every: int = 16  #: state commits between two compactions by the writer (0: never; ``lakegate maintain``)
 
 
 @dataclass

@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 FORMAT_PROPERTY = "lakegate.state-format"
 POSITION_DELETES = "position-deletes"
 ATTEMPTS = 3
-COMPACT_EVERY = 16  #: state commits between two compactions of a state table
 COMPACT_BACKOFF = 64  #: state commits before a compaction that failed is tried again (doubling)
 
 
@@ -136,10 +135,11 @@ class Follower:
     """A writer's state table: the :class:`StateTable` with its key index (built from the lake on first use, then
     kept by the commits) and when to compact it. Used on the writer's thread only."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: compaction.Thresholds | None = None) -> None:
         self._state: StateTable | None = None
+        self.limits = limits or compaction.Thresholds()
         self.follows = 0
-        self.compact_at = COMPACT_EVERY  #: the follow count at which the state table is compacted next
+        self.compact_at = self.limits.every  #: the follow count at which the state table is compacted next
         self.backoff = 0  #: follows to wait after a failed compaction (doubles while it fails)
 
     def state(self, table: LakeTable) -> StateTable:
@@ -148,22 +148,24 @@ class Follower:
         return self._state
 
     def follow(self, table: LakeTable, changes: pa.Table, before: Position, position: Position) -> None:
-        """:func:`follow`, and every ``COMPACT_EVERY`` follows a compaction (the first one after 16 to 31
-        follows, depending on the table's name: a worker with many tables compacts a few of them per flush)."""
+        """:func:`follow`, and every ``limits.every`` follows a compaction (the first one after ``every`` to
+        ``2 * every - 1`` follows, depending on the table's name: a worker with many tables compacts a few of them
+        per flush)."""
         state = self.state(table)
-        if self.follows == 0:  # tables created together must not all compact at the same flush: spread them
-            self.compact_at += zlib.crc32(state.name.encode()) % COMPACT_EVERY
+        every = self.limits.every
+        if self.follows == 0 and every > 0:  # tables created together must not all compact at one flush: spread
+            self.compact_at += zlib.crc32(state.name.encode()) % every
         follow(table, state, changes, before, position)
         self.follows += 1
-        if self.follows >= self.compact_at:
+        if every > 0 and self.follows >= self.compact_at:
             self._compact(state, position)
 
     def _compact(self, state: StateTable, position: Position) -> None:
         """A failure is logged and tried again later, waiting twice as long each time: the flush itself has
         committed, and nothing is lost meanwhile but read speed."""
         try:
-            compaction.compact(state, stamp(position))
-            self.compact_at, self.backoff = self.follows + COMPACT_EVERY, 0
+            compaction.compact(state, stamp(position), self.limits)
+            self.compact_at, self.backoff = self.follows + self.limits.every, 0
         except Exception as exc:  # whatever reading or writing files raises; the index is read again
             self.backoff = min(max(COMPACT_BACKOFF, 2 * self.backoff), 64 * COMPACT_BACKOFF)
             self.compact_at = self.follows + self.backoff

@@ -51,6 +51,7 @@ from lakegate.connectors.iceberg.commits import (
     stamp,
     write_files,
 )
+from lakegate.connectors.iceberg.compaction import Thresholds
 from lakegate.connectors.iceberg.evolution import (
     ATTNUMS,
     KEY,
@@ -93,7 +94,14 @@ _LOCKS_GUARD = threading.Lock()
 class LakeTable:
     """State and change-log tables of one source table in one Iceberg catalog."""
 
-    def __init__(self, catalog: Catalog, schema: TableSchema, *, source: str = "") -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        schema: TableSchema,
+        *,
+        source: str = "",
+        compaction: Thresholds | None = None,
+    ) -> None:
         self.catalog = catalog
         self.schema = schema
         self.source = source
@@ -101,7 +109,8 @@ class LakeTable:
         self.name = schema.table.name
         self.changelog: Table | None = None
         self.state: Table | None = None
-        self._follower = statesync.Follower()  #: the state table's key index and compaction schedule
+        #: the state table's key index and its compaction (when, and what: the ``compact_*`` settings)
+        self._follower = statesync.Follower(compaction)
         #: the change-log files of a transaction written in parts, until its last part (connectors.iceberg.staging)
         self._staged: staging.Staged | None = None
 
