@@ -81,14 +81,15 @@ def _workload(pg: psycopg.Connection, rng: random.Random, rounds: int) -> None:
 
 @pytest.fixture(scope="module")
 def lake(pg_server, tmp_path_factory) -> Iterator[Lake]:  # type: ignore[no-untyped-def]
-    """A lake after a mixed workload, a SIGKILL, a truncate and a clean stop, as the worker left it."""
+    """A lake after a mixed workload, a SIGKILL, a truncate, a transaction written in parts and a clean stop, as the
+    worker left it."""
     name = f"openlake_{int(time.time() * 1000) % 10**9}"
     with psycopg.connect(pg_server.dsn(), autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     dsn = pg_server.dsn(name)
     root = tmp_path_factory.mktemp("openlake")
     (root / "lake").mkdir()
-    settings = make_settings(dsn, root / "lake", list(TABLES))
+    settings = make_settings(dsn, root / "lake", list(TABLES), max_batch_rows=400)
     config = write_config(settings, root / "lakegate.toml")
     rng = random.Random(12)
     with psycopg.connect(dsn, autocommit=True) as pg:
@@ -104,6 +105,15 @@ def lake(pg_server, tmp_path_factory) -> Iterator[Lake]:  # type: ignore[no-unty
         try:
             final.wait_for_output("streaming from slot")
             _workload(pg, rng, 100)
+            with pg.transaction():  # written in parts (issue 11.7): later parts delete rows of staged files
+                pg.execute(
+                    "INSERT INTO orders SELECT g, 2.5, 'big', now(), current_date, false, 1.5, g "
+                    "FROM generate_series(200001, 201500) g"
+                )
+                pg.execute("UPDATE orders SET status = 'big, updated', qty = -qty WHERE id BETWEEN 200001 AND 200700")
+                pg.execute("DELETE FROM orders WHERE id BETWEEN 200701 AND 200900 OR id BETWEEN 1 AND 50")
+                pg.execute("UPDATE orders SET amount = amount * 2 WHERE id BETWEEN 51 AND 450")
+            _workload(pg, rng, 20)
             wait_caught_up(pg, timeout=120)
         finally:
             final.signal(signal.SIGTERM)
