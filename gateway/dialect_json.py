@@ -11,6 +11,9 @@ non-integer number there is a run-time error that says so; strings, integers, bo
 * ``#>``, ``#>>`` with a literal path (``'{a,0}'`` or ``ARRAY[...]``): JSON pointers (an element that is a
   non-negative integer indexes an array, or names a key of an object, as in PostgreSQL); negative indexes and
   other paths are refused;
+* ``j @> 'literal'`` and ``'literal' <@ j``: PostgreSQL's containment spelled out for the literal's structure
+  (objects by key, arrays by any element, an array containing a scalar); the literal's numbers must be integers,
+  and a non-integer number they are compared with is a run-time error (DuckDB holds it as a double);
 * ``jsonb_array_elements``/``_text`` and ``jsonb_object_keys`` (and the json forms) in a select list:
   ``unnest`` of the elements or keys, with PostgreSQL's errors for a value of the wrong kind; keys come in the
   order of the value's text, which is jsonb's order for a stored column (so another argument is refused).
@@ -20,6 +23,7 @@ Written by hand: sqlglot translates these operators to DuckDB functions whose se
 
 from __future__ import annotations
 
+import json
 import re
 
 import sqlglot
@@ -179,3 +183,90 @@ def _stored(value: exp.Expr) -> bool:
 
 
 RULES: list[Rule] = [_exists, _extract, _set_returning]
+
+
+def _contains(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``j @> 'literal'`` (and ``'literal' <@ j``) of jsonb: PostgreSQL's containment, spelled out for the
+    literal's structure (objects by key, arrays by any element, an array containing a scalar)."""
+    if isinstance(node, exp.ArrayContainsAll):
+        haystack, needle = node.this, node.expression
+    elif isinstance(node, exp.ArrayContainedBy):
+        haystack, needle = node.expression, node.this
+    else:
+        return None
+    typ = types.of(haystack)
+    if typ is None or not typ.is_("jsonb"):
+        return None
+    literal = needle.this if isinstance(needle, exp.Cast) else needle
+    if not (isinstance(literal, exp.Literal) and literal.is_string):
+        raise refusal(node, "jsonb containment (@>, <@) of other than a literal")
+    try:
+        value = json.loads(literal.this, parse_float=_no_float, parse_constant=_no_float)
+    except (ValueError, _Unsupported):
+        raise refusal(
+            node, f"jsonb containment of {literal.this!r} (only strings, integers, booleans, null)"
+        ) from None
+    test = _contained("__h", value, 1, top=True)
+    return exp.Paren(this=_template(f"CASE WHEN __h IS NULL THEN NULL ELSE {test} END", h=haystack))
+
+
+class _Unsupported(ValueError):
+    pass
+
+
+def _no_float(text: str) -> object:
+    raise _Unsupported(text)
+
+
+def _contained(x: str, value: object, depth: int, top: bool = False) -> str:
+    """SQL that is true when the JSON value ``x`` (SQL) contains ``value``."""
+    if isinstance(value, dict):
+        tests = [f"json_type({x}) = 'OBJECT'"]
+        for key, inner in value.items():
+            pointer = "/" + key.replace("~", "~0").replace("/", "~1")
+            tests.append(f"list_contains(json_keys({x}), {_quote(key)})")
+            tests.append(_contained(f"json_extract({x}, {_quote(pointer)})", inner, depth + 1))
+        return "(" + " AND ".join(tests) + ")"
+    if isinstance(value, list):
+        tests = [f"json_type({x}) = 'ARRAY'"]
+        for inner in value:
+            found = (
+                _contained(f"e{depth}", inner, depth + 1)
+                if isinstance(inner, dict | list)
+                else _equal(f"e{depth}", inner)
+            )
+            tests.append(f"len(list_filter(json_extract({x}, '$[*]'), e{depth} -> {found})) > 0")
+        return "(" + " AND ".join(tests) + ")"
+    if top:  # an array contains a scalar too
+        return (
+            f"(CASE WHEN json_type({x}) = 'ARRAY' THEN len(list_filter(json_extract({x}, '$[*]'), e{depth} -> "
+            f"{_equal(f'e{depth}', value)})) > 0 ELSE {_equal(x, value)} END)"
+        )
+    return _equal(x, value)
+
+
+def _equal(x: str, value: object) -> str:
+    """SQL: the JSON value ``x`` is the scalar ``value`` (jsonb equality; integers compared exactly)."""
+    if value is None:
+        return f"(json_type({x}) = 'NULL')"
+    if isinstance(value, bool):
+        return f"(json_type({x}) = 'BOOLEAN' AND json_extract_string({x}, '$') = '{str(value).lower()}')"
+    if isinstance(value, str):
+        return f"(json_type({x}) = 'VARCHAR' AND json_extract_string({x}, '$') = {_quote(value)})"
+    assert isinstance(value, int)
+    if not -(2**63) <= value < 2**63:
+        raise _Unsupported(str(value))
+    return (
+        f"(CASE WHEN json_type({x}) IN ('UBIGINT', 'BIGINT', 'HUGEINT') "
+        f"THEN CAST(json_extract_string({x}, '$') AS HUGEINT) = {value} "
+        f"WHEN json_type({x}) = 'DOUBLE' THEN error('jsonb containment compares the "
+        f"number ' || json_extract_string({x}, '$') || ' with {value}: not exactly on the lake route (DuckDB "
+        "reads it as a double); run the query on a PostgreSQL source') ELSE false END)"
+    )
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+RULES.append(_contains)

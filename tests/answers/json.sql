@@ -49,3 +49,7 @@ SELECT '{"a": 1.50, "b": "x"}'::jsonb ->> 'b', '[10, "y", null, true]'::jsonb ->
 SELECT id, jsonb_array_elements(jb) FROM {misc}
 SELECT id, jsonb_object_keys(jb->'c') FROM {misc}
 SELECT id, jsonb_array_length(jb->'b'), jsonb_typeof(jb->'c') FROM {misc}
+SELECT id, jb @> '{"a": null}', jb @> '{"b": [2]}', jb @> '{"c": {"d": "x"}}', jb @> '"text"', jb @> '[1]', jb @> '{}' FROM {misc}
+SELECT id, '{"e": true}' <@ jb, '["two"]' <@ jb, jb @> '[null, 1]', jb @> '{"b": [1, 2], "a": 1}' FROM {misc}
+SELECT id, jb @> '{"a": 1.5}' FROM {misc}
+SELECT id FROM {misc} WHERE jb <@ '{"a": 1}'
