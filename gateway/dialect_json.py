@@ -8,8 +8,9 @@ non-integer number there is a run-time error that says so; strings, integers, bo
 
 * ``?``, ``?|``, ``?&``: a key of an object, a string element of an array, or the string itself (``?|``/``?&``
   with an ``ARRAY[...]`` of literals; NULL elements are skipped, as PostgreSQL does);
-* ``#>``, ``#>>`` with a literal path (``'{a,0}'`` or ``ARRAY[...]``): JSON pointers (an element that is a
-  non-negative integer indexes an array, or names a key of an object, as in PostgreSQL); negative indexes and
+* ``#>``, ``#>>`` (and ``jsonb_extract_path``/``_text``) with a literal path (``'{a,0}'`` or ``ARRAY[...]``):
+  JSON pointers (an element that is a non-negative integer indexes an array, or names a key of an object, as in
+  PostgreSQL); negative indexes and
   other paths are refused;
 * ``j @> 'literal'`` and ``'literal' <@ j``: PostgreSQL's containment spelled out for the literal's structure
   (objects by key, arrays by any element, an array containing a scalar); the literal's numbers must be integers,
@@ -135,13 +136,19 @@ def _array_literal(text: str, what: exp.Expr) -> list[str]:
 
 
 def _extract(node: exp.Expr, types: Typer) -> exp.Expr | None:
-    """#>, #>> and ->> (whose text is checked)."""
+    """#>, #>>, jsonb_extract_path(_text) and ->> (whose text is checked)."""
     if isinstance(node, exp.JSONBExtract | exp.JSONBExtractScalar):
         pointer = _path(node.expression, node)
         value = call("json_extract", node.this, exp.Literal.string(pointer)) if pointer else node.this
         return as_text(value) if isinstance(node, exp.JSONBExtractScalar) else value
     if isinstance(node, exp.JSONExtractScalar):
         return as_text(exp.JSONExtract(this=node.this, expression=node.expression))
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+    if name in ("jsonb_extract_path", "jsonb_extract_path_text") and len(node.expressions) > 1:
+        value, *parts = node.expressions  # jsonb_extract_path(j, VARIADIC path): j #> path
+        pointer = _path(exp.Array(expressions=[p.copy() for p in parts]), node)
+        value = call("json_extract", value, exp.Literal.string(pointer)) if pointer else value
+        return as_text(value) if name.endswith("_text") else value
     return None
 
 

@@ -53,3 +53,4 @@ SELECT id, jb @> '{"a": null}', jb @> '{"b": [2]}', jb @> '{"c": {"d": "x"}}', j
 SELECT id, '{"e": true}' <@ jb, '["two"]' <@ jb, jb @> '[null, 1]', jb @> '{"b": [1, 2], "a": 1}' FROM {misc}
 SELECT id, jb @> '{"a": 1.5}' FROM {misc}
 SELECT id FROM {misc} WHERE jb <@ '{"a": 1}'
+SELECT id, jsonb_extract_path(jb, 'b', '1'), jsonb_extract_path_text(jb, 'a'), jsonb_extract_path_text(jb, 'c', 'd') FROM {misc} WHERE id IN (1, 4, 6)
