@@ -265,6 +265,17 @@ class FlushCatalog(SqlCatalog):
 
 
 @contextlib.contextmanager
+def quiet(catalog: Catalog) -> Iterator[None]:
+    """Wait until no flush of this process is staged in ``catalog``'s database, and keep it so inside: everything
+    a flush committed is then visible in the catalog (orphan removal decides what is unreferenced under it)."""
+    if isinstance(catalog, FlushCatalog):
+        with catalog._gate:
+            yield
+    else:
+        yield
+
+
+@contextlib.contextmanager
 def flush(catalog: Catalog) -> Iterator[None]:
     """:meth:`FlushCatalog.flush` for a catalog that has it; otherwise each commit lands on its own."""
     if isinstance(catalog, FlushCatalog):

@@ -28,6 +28,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import Table
 
 from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg import flushcatalog
 from lakegate.connectors.iceberg.references import metadata_paths, referenced_paths
 from lakegate.connectors.iceberg.staging import live_paths
 
@@ -79,20 +80,23 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
     if not old:
         return []
     # read the metadata again: a commit since the listing may have come to reference an old file (a write that
-    # took longer than the safety age); nothing is deleted that the table, as committed now, uses
-    still = {f.path for f in _unreferenced(table, old)}
+    # took longer than the safety age: a transaction written in parts); nothing is deleted that the table, as
+    # committed now, uses. No flush of this process is half-committed meanwhile: the SQL catalog shows a flush's
+    # commits only at its end, after the files it staged stopped counting as staged
     removed = []
-    for info in old:
-        if info.path not in still:
-            continue
-        try:
-            fs.delete_file(info.path)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            log.warning("%s: could not delete orphan file %s: %s", _name(table), info.path, exc)
-            continue
-        removed.append(info.path)
+    with flushcatalog.quiet(table.catalog):
+        still = {f.path for f in _unreferenced(table, old)}
+        for info in old:
+            if info.path not in still:
+                continue
+            try:
+                fs.delete_file(info.path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.warning("%s: could not delete orphan file %s: %s", _name(table), info.path, exc)
+                continue
+            removed.append(info.path)
     if removed:
         log.info(
             "%s: removed %d orphan file(s) older than %s (written by commits that never happened)",
