@@ -55,6 +55,7 @@ def main() -> None:
     root = workdir("lakegate-bench-txn-")
     pg = start_postgres(root)
     dsn = pg.dsn()
+    worker: Worker | None = None
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(TABLE.format("big"))
@@ -88,10 +89,14 @@ def main() -> None:
                 raise TimeoutError("the transaction did not become visible within 30 minutes")
             time.sleep(0.05)
         peak = worker.stop()
+        worker = None
         files = {  # the data and delete files the commit that showed the whole transaction added
             name: _added(catalog, f"public.{name}", args.rows) for name in ("big__changelog", "big")
         }
     finally:
+        if worker is not None and worker.proc.poll() is None:  # a failed run leaves no worker behind
+            worker.proc.kill()
+            worker.proc.wait(30)
         pg.stop("immediate")
         shutil.rmtree(root, ignore_errors=True)
     print_table(
