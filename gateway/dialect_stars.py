@@ -4,7 +4,8 @@ PostgreSQL shows the merged columns first, then each FROM item's other columns; 
 where the left FROM item has it. Such a ``*`` is expanded into its columns (the merged ones unqualified: DuckDB
 binds them to the merged value, a COALESCE for FULL joins), before the statement is typed. A merge on a
 ``char(n)`` column is refused unless both sides are ``char(n)`` values of one length (DuckDB compares the
-values as they are, padded; PostgreSQL ignores trailing spaces). Written by hand: sqlglot's star expansion needs
+values as they are, padded; PostgreSQL ignores trailing spaces). ``ORDER BY name`` where two different result
+columns have that name is PostgreSQL's error (DuckDB picks one). Written by hand: sqlglot's star expansion needs
 a schema and follows DuckDB's order.
 """
 
@@ -13,8 +14,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from lakegate.gateway.dialect import refusal
+from lakegate.gateway.errors import BadRequest
+from lakegate.gateway.parse import position
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtyping import Typer, shared_columns
+from lakegate.gateway.pgtyping import Typer, output_name, shared_columns
+from lakegate.gateway.scope import fold
 
 
 def expand_merged_stars(ast: exp.Expr, typer: Typer) -> bool:
@@ -60,3 +64,41 @@ def _check_merge(select: exp.Select, name: str, left: PgType | None, right: PgTy
         raise refusal(
             select, f"a USING or NATURAL join on {name} (char(n) merged with another type or length)"
         )
+
+
+def refuse_ambiguous_order(ast: exp.Expr, typer: Typer) -> None:
+    """``ORDER BY name`` where two different result columns have that name is PostgreSQL's error 42702 (DuckDB
+    would pick one of them, or the input column)."""
+    for select in list(ast.find_all(exp.Select)):
+        order = select.args.get("order")
+        if order is None:
+            continue
+        names = _result_columns(select, typer)
+        if names is None:
+            continue
+        for item in order.expressions:
+            value = item.this if isinstance(item, exp.Ordered) else item
+            if not isinstance(value, exp.Column) or value.table:
+                continue
+            name = fold(value.this)
+            if len({key for out, key in names if out == name}) > 1:
+                line, column = position(value)  # type: ignore[arg-type]
+                raise BadRequest(f'ORDER BY "{name}" is ambiguous', line=line, column=column, sqlstate="42702")
+
+
+def _result_columns(select: exp.Select, typer: Typer) -> list[tuple[str, str]] | None:
+    """(output name, what it is) of each result column of ``select``."""
+    out: list[tuple[str, str]] = []
+    for item in select.expressions:
+        star: exp.Expr | None = item if isinstance(item, exp.Star) else None
+        if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            star = item
+        if star is not None:
+            columns = typer.star_columns(select, star)
+            if columns is None:
+                return None
+            out += [(name, f"{alias}.{name}") for alias, name, _ in columns]
+            continue
+        value = item.this if isinstance(item, exp.Alias) else item
+        out.append((output_name(item), value.sql(dialect="postgres")))
+    return out

@@ -33,7 +33,7 @@ from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.collations import Collation
 from lakegate.gateway.dialect import postgres_semantics
-from lakegate.gateway.dialect_stars import expand_merged_stars
+from lakegate.gateway.dialect_stars import expand_merged_stars, refuse_ambiguous_order
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
@@ -160,6 +160,7 @@ class Router:
             if expand_merged_stars(ast, typer):  # typed again: the expanded columns are new nodes
                 typer = Typer(ast, columns, zone)
             typer.collation, typer.casing = collation.order, collation.casing
+            refuse_ambiguous_order(ast, typer)
             typer.all()
             projections = typer.projections(ast)
             postgres_semantics(ast, typer)

@@ -58,3 +58,8 @@ SELECT * FROM {grp} a JOIN {grp} b USING (h) WHERE a.id < 4 AND b.id < 6
 SELECT * FROM {strs} a FULL JOIN (SELECT k, id AS other FROM {strs} WHERE id > 6) b USING (k)
 SELECT * FROM {tree} a NATURAL JOIN {tree} b
 SELECT * FROM {strs} a JOIN {strs} b USING (c) WHERE a.id < 5
+SELECT a.id, b.id FROM {grp} a JOIN {grp} b ON b.id = a.id + 1 WHERE a.id < 4 ORDER BY id
+SELECT * FROM {tree} a JOIN {tree} b ON b.parent = a.id ORDER BY name
+SELECT id, x AS id FROM {grp} WHERE id < 4 ORDER BY id
+SELECT id, id FROM {grp} WHERE id < 4 ORDER BY id
+SELECT x AS g, g FROM {grp} WHERE id < 6 ORDER BY g, id
