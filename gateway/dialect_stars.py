@@ -17,7 +17,7 @@ from lakegate.gateway.dialect import refusal
 from lakegate.gateway.errors import BadRequest
 from lakegate.gateway.parse import position
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtyping import Typer, output_name, shared_columns
+from lakegate.gateway.pgtyping import Typer, output_name, shared_columns, star_of
 from lakegate.gateway.scope import fold
 
 
@@ -90,9 +90,7 @@ def _result_columns(select: exp.Select, typer: Typer) -> list[tuple[str, str]] |
     """(output name, what it is) of each result column of ``select``."""
     out: list[tuple[str, str]] = []
     for item in select.expressions:
-        star: exp.Expr | None = item if isinstance(item, exp.Star) else None
-        if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
-            star = item
+        star = star_of(item)
         if star is not None:
             columns = typer.star_columns(select, star)
             if columns is None:

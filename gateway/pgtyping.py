@@ -343,9 +343,7 @@ class Typer:
             return None
         out: list[tuple[str, PgType | None]] = []
         for projection in query.expressions:
-            star: exp.Expr | None = projection if isinstance(projection, exp.Star) else None
-            if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
-                star = projection
+            star = star_of(projection)
             if star is not None:
                 expanded = self._expand(query, star)
                 if expanded is None:
@@ -533,3 +531,12 @@ def _in_clause_of(node: exp.Expr, select: exp.Select, keys: tuple[str, ...]) -> 
     while current is not None and current.parent is not select:
         current = current.parent
     return current is not None and current.arg_key in keys
+
+
+def star_of(projection: exp.Expr) -> exp.Expr | None:
+    """``projection`` when it is ``*`` or ``t.*``, else None."""
+    if isinstance(projection, exp.Star):
+        return projection
+    if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+        return projection
+    return None
