@@ -2,12 +2,13 @@
 PostgreSQL, each flush appends a small batch (5 inserted rows) to every table's change log and state table, as the
 worker's committer does.
 
-    python -m bench.commits [--tables 50] [--flushes 20] [--history 0] [--profile out.prof]
+    python -m bench.commits [--tables 50] [--flushes 20] [--history 0] [--profile out.prof] [--compare]
 
 Prints, per flush, the wall time and the process's CPU time, and per table commit (change log + state table
 count as one table commit) the milliseconds of each. ``--history N`` first gives every table N snapshots (the
-cost of a commit grows with the snapshots a table keeps). The machine may be shared: quote the load average
-with the figures.
+cost of a commit grows with the snapshots a table keeps). ``--compare`` alternates blocks of five flushes
+committed the lean way (connectors.iceberg.leancommit, the default) and through pyiceberg's snapshot producers, in
+the same run on the same tables, and prints both. The machine may be shared: quote the load average with the figures.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pyarrow as pa
 
 from bench.common import workdir
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Position, TableRef, TableSchema
-from lakegate.connectors.iceberg import flushcatalog
+from lakegate.connectors.iceberg import flushcatalog, leancommit
 from lakegate.connectors.iceberg.catalog import open_catalog
 from lakegate.connectors.iceberg.writer import LakeTable
 
@@ -107,6 +108,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="1: one table after another (for --profile)")
     parser.add_argument("--per-table", action="store_true", help="one catalog transaction per table commit")
     parser.add_argument("--profile", help="write a cProfile of the measured flushes here")
+    parser.add_argument("--compare", action="store_true", help="alternate lean and pyiceberg commits")
     args = parser.parse_args()
     root = workdir("lakegate-bench-commits-")
     lake = tables(root, args.tables)
@@ -115,26 +117,35 @@ def main() -> None:
         flush(lake, lsn, together=not args.per_table)
         lsn += 1
     profiler = cProfile.Profile() if args.profile else None
-    walls, cpus = [], []
-    for _ in range(args.flushes):
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    for number in range(args.flushes):
+        # blocks of five: a lean commit after a pyiceberg one reads its parent's manifest list back once
+        lean = leancommit.ENABLED = not (args.compare and number // 5 % 2)
         if profiler:
             profiler.enable()
         wall, cpu = time.perf_counter(), time.process_time()
         flush(lake, lsn, args.threads, not args.per_table)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
+        walls[lean].append(time.perf_counter() - wall)
+        cpus[lean].append(time.process_time() - cpu)
         if profiler:
             profiler.disable()
         lsn += 1
+    leancommit.ENABLED = True
     if profiler:
         profiler.dump_stats(args.profile)
-    wall, cpu = statistics.median(walls), statistics.mean(cpus)
     snapshots = len(lake[0].changelog.metadata.snapshots) if lake[0].changelog else 0  # type: ignore[union-attr]
-    print(
-        f"{args.tables} tables, {snapshots} snapshots each at the end, load {os.getloadavg()[0]:.2f}: "
-        f"flush median {wall * 1000:.0f} ms wall (longest {max(walls) * 1000:.0f}), mean {cpu * 1000:.0f} ms CPU; "
-        f"per table commit {wall * 1000 / args.tables:.1f} ms wall, {cpu * 1000 / args.tables:.1f} ms CPU"
-    )
+    print(f"{args.tables} tables, {snapshots} snapshots each at the end, load {os.getloadavg()[0]:.2f}:")
+    for lean in (True, False):
+        if not walls[lean]:
+            continue
+        wall, cpu = statistics.median(walls[lean]), statistics.mean(cpus[lean])
+        print(
+            f"  {'lean commits' if lean else 'pyiceberg commits'}, {len(walls[lean])} flushes: "
+            f"flush median {wall * 1000:.0f} ms wall (longest {max(walls[lean]) * 1000:.0f}), "
+            f"mean {cpu * 1000:.0f} ms CPU; per table (two commits) {wall * 1000 / args.tables:.1f} ms wall, "
+            f"{cpu * 1000 / args.tables:.1f} ms CPU"
+        )
 
 
 if __name__ == "__main__":

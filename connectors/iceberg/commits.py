@@ -8,11 +8,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, TableProperties, Transaction
-from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.utils.properties import property_as_bool
 
 from lakegate.connectors.changes import Position
+from lakegate.connectors.iceberg import leancommit
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 
 log = logging.getLogger("lakegate.connectors.iceberg.writer")
@@ -99,7 +101,35 @@ def write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -
     return len(files)
 
 
+class _Append:
+    """An append of data files: committed by :mod:`.leancommit` when it applies, else by pyiceberg's producer."""
+
+    def __init__(self, txn: Transaction, properties: dict[str, str]) -> None:
+        self.txn, self.properties = txn, properties
+        self.files: list[DataFile] = []
+
+    def __enter__(self) -> _Append:
+        return self
+
+    def append_data_file(self, data_file: DataFile) -> _Append:
+        self.files.append(data_file)
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is not None or leancommit.commit(self.txn, self.files, self.properties, Operation.APPEND):
+            return
+        with _pyiceberg_append(self.txn, self.properties) as producer:
+            for data_file in self.files:
+                producer.append_data_file(data_file)
+
+
 def append_producer(txn: Transaction, properties: dict[str, str]) -> Any:
+    """An append (``with append_producer(txn, props) as p: p.append_data_file(f)``), committed the lean way
+    inside a flush (see connectors.iceberg.leancommit), else as ``Transaction.append`` would."""
+    return _Append(txn, properties)
+
+
+def _pyiceberg_append(txn: Transaction, properties: dict[str, str]) -> Any:
     """An append that merges manifests when the table asks for it (as ``Transaction.append`` chooses)."""
     update = txn.update_snapshot(snapshot_properties=properties)
     merge_manifests = property_as_bool(

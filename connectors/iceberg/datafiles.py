@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,9 +61,10 @@ class DataFileStream:
                 "writes unpartitioned tables only: remove the partition spec, or drop and copy the table again "
                 "with `lakegate maintain --resnapshot schema.table`"
             )
-        table_schema = metadata.schema()
-        self._file_schema: Schema = sanitize_column_names(table_schema)
-        self._name_mapping = table_schema.name_mapping
+        self._key = (str(metadata.table_uuid), metadata.current_schema_id)
+        self._file_schema, self._name_mapping = _cached(
+            ("schema", *self._key), lambda: _file_schema(metadata.schema())
+        )
         self._locations = load_location_provider(
             table_location=metadata.location, table_properties=metadata.properties
         )
@@ -148,10 +153,10 @@ class DataFileStream:
 
     def _task_schema(self, schema: pa.Schema) -> Schema:
         if self._source_schema is None or self._source_schema[0] != schema:
-            converted = pyarrow_to_schema(
-                schema,
-                name_mapping=self._name_mapping,
-                format_version=self._txn.table_metadata.format_version,
+            version = self._txn.table_metadata.format_version
+            converted = _cached(
+                ("source", *self._key, version, schema),
+                lambda: pyarrow_to_schema(schema, name_mapping=self._name_mapping, format_version=version),
             )
             self._source_schema = (schema, converted)
         return self._source_schema[1]
@@ -186,10 +191,17 @@ class DataFileStream:
         self._bytes = 0
         # the table's current properties: a column may have been switched to counts-only since the file opened
         properties = self._txn.table_metadata.properties
+        metrics = tuple(
+            sorted((k, v) for k, v in properties.items() if k.startswith("write.metadata.metrics"))
+        )
         statistics = data_file_statistics_from_parquet_metadata(
             parquet_metadata=metadata,
-            stats_columns=compute_statistics_plan(self._file_schema, properties),
-            parquet_column_mapping=parquet_path_to_id_mapping(self._file_schema),
+            stats_columns=_cached(
+                ("plan", *self._key, metrics), lambda: compute_statistics_plan(self._file_schema, properties)
+            ),
+            parquet_column_mapping=_cached(
+                ("paths", *self._key), lambda: parquet_path_to_id_mapping(self._file_schema)
+            ),
         )
         if size is None:
             size = len(self._io.new_input(self._path))
@@ -207,6 +219,33 @@ class DataFileStream:
                 **statistics.to_serialized_dict(),
             )
         )
+
+
+_DERIVED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_DERIVED_MAX = 4096
+_DERIVED_GUARD = threading.Lock()
+
+
+def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """What pyiceberg derives from a table schema (its schema visitors cost about 1 ms each, several per file,
+    and a flush writes small files to hundreds of tables): computed once per (table, schema id, ...). A table's
+    schema with a given id never changes; a new table has a new UUID."""
+    with _DERIVED_GUARD:
+        found = _DERIVED.get(key, _MISSING)
+    if found is _MISSING:
+        found = build()
+        with _DERIVED_GUARD:
+            _DERIVED[key] = found
+            while len(_DERIVED) > _DERIVED_MAX:
+                _DERIVED.popitem(last=False)
+    return found
+
+
+_MISSING = object()
+
+
+def _file_schema(table_schema: Schema) -> tuple[Schema, Any]:
+    return sanitize_column_names(table_schema), table_schema.name_mapping
 
 
 DICTIONARY_SAMPLE = 65536

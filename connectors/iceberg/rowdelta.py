@@ -49,6 +49,8 @@ from pyiceberg.table.update.validate import (
 )
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
+from lakegate.connectors.iceberg import leancommit
+
 
 class Transaction(PyIcebergTransaction):
     """A pyiceberg transaction that computes its pending metadata once per change, not at every read.
@@ -115,6 +117,14 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
 
     def _files(self, content: DataFileContent, files: Iterable[DataFile]) -> list[DataFile]:
         return [f for f in files if (f.content == DataFileContent.DATA) == (content == DataFileContent.DATA)]
+
+    def commit(self) -> None:
+        """Inside a flush, a delta that only adds files is committed by :mod:`.leancommit`."""
+        if not self._deleted_data_files and leancommit.commit(
+            self._transaction, self._added_data_files, self.snapshot_properties, self._pick_operation()
+        ):
+            return
+        super().commit()
 
     def _commit(self) -> Any:
         self._operation = self._pick_operation()
