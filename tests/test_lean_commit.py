@@ -16,7 +16,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Position, TableRef, TableSchema
-from lakegate.connectors.iceberg import flushcatalog, leancommit, statesync
+from lakegate.connectors.iceberg import compaction, flushcatalog, leancommit
 from lakegate.connectors.iceberg.catalog import open_catalog
 from lakegate.connectors.iceberg.writer import LakeTable
 
@@ -107,7 +107,12 @@ def twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LakeTable, L
         table.create()
         made.append(table)
     assert (
-        len({zlib.crc32(f"public.{t.schema.table.name}".encode()) % statesync.COMPACT_EVERY for t in made})
+        len(
+            {
+                zlib.crc32(f"public.{t.schema.table.name}".encode()) % compaction.Thresholds().every
+                for t in made
+            }
+        )
         == 1
     ), "the twins' state tables compact at the same flush (statesync spreads compactions by the table's name)"
     used: list[bool] = []
