@@ -90,7 +90,8 @@ def test_a_dropped_table_is_reported_and_the_others_keep_streaming(pg, pg_dsn, l
         pg.execute("DROP TABLE gone")
         pg.execute("UPDATE kept SET v = 'after the drop' WHERE id % 3 = 0")
         wait_caught_up(pg)
-        wait_for(lambda: any("was dropped in PostgreSQL" in r.getMessage() for r in caplog.records), 30)
+        reported = lambda: any("was dropped in PostgreSQL" in r.getMessage() for r in caplog.records)  # noqa: E731
+        wait_for(reported, 90, "the drop report")
         assert "dropped" in (worker.status[next(r for r in worker.status if r.name == "gone")].failed or "")
     with running_worker(settings) as again:
         wait_caught_up(pg)
