@@ -88,17 +88,23 @@ def guard_statistics(txn: Transaction, data: pa.Table) -> None:
 
 def write_files(txn: Transaction, table: Table, data: pa.Table, producer: Any) -> int:
     """Write ``data`` as data files of ``table`` and add them to ``producer``; returns the number of files."""
+    files = data_files(txn, table, data)
+    for data_file in files:
+        producer.append_data_file(data_file)
+    return len(files)
+
+
+def data_files(txn: Transaction, table: Table, data: pa.Table) -> list[DataFile]:
+    """Write ``data`` (in row order) as data files of ``table``, not yet part of any snapshot; a failed write
+    removes what it wrote and raises."""
     guard_statistics(txn, data)
     stream = DataFileStream(txn, table.io)
     try:
         stream.write(data)
-        files = stream.close()
+        return stream.close()
     except BaseException:
         stream.abort()
         raise
-    for data_file in files:
-        producer.append_data_file(data_file)
-    return len(files)
 
 
 class _Append:

@@ -50,8 +50,7 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from lakegate.connectors.changes import LSN, SEQ, Position
-from lakegate.connectors.iceberg.commits import guard_statistics
-from lakegate.connectors.iceberg.datafiles import DataFileStream
+from lakegate.connectors.iceberg.commits import data_files
 from lakegate.connectors.iceberg.rowdelta import transaction
 
 _LIVE: weakref.WeakSet[Files] = weakref.WeakSet()
@@ -126,14 +125,7 @@ def last_position(data: pa.Table) -> Position | None:
 def write(table: Table, rows: pa.Table) -> list[DataFile]:
     """Write ``rows`` as data files of ``table`` without committing them (in row order)."""
     txn = transaction(table)  # never committed: it only describes the table the files are written for
-    guard_statistics(txn, rows)
-    stream = DataFileStream(txn, table.io)
-    try:
-        stream.write(rows)
-        files = stream.close()
-    except BaseException:
-        stream.abort()
-        raise
+    files = data_files(txn, table, rows)
     for data_file in files:
         data_file.spec_id = txn.table_metadata.default_spec_id
     return files
