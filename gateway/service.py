@@ -7,7 +7,8 @@ streams the rest. ``query(sql)`` does all of it and collects the rows, for calle
 Two caches cut the work of repeated queries: the plan cache (:mod:`lakegate.gateway.plans`: parse, guard and
 routing by SQL text) and the lake cache (:mod:`lakegate.gateway.cache`: lake tables in DuckDB memory by snapshot).
 The lake views are rendered for every query from the tables' current metadata, so neither can serve a stale
-answer; the cache tables a query reads are pinned (leases) until its execution is closed.
+answer; the cache tables a query reads are pinned (leases) until its execution is closed. EXPLAIN, SHOW and
+DESCRIBE are answered by :mod:`lakegate.gateway.introspect`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
 from lakegate.connectors.postgres import roles
 from lakegate.connectors.postgres.engine import PostgresEngine
-from lakegate.connectors.query import QueryCancelled, QueryError
+from lakegate.connectors.query import QueryError
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
 from lakegate.gateway import zones
@@ -36,38 +37,19 @@ from lakegate.gateway.config import GatewaySettings
 from lakegate.gateway.errors import BadRequest, Forbidden, GatewayError, QueryTimeout, Unavailable
 from lakegate.gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from lakegate.gateway.guard import Guard
+from lakegate.gateway.introspect import Introspection, TableStream
 from lakegate.gateway.lake import Lake
 from lakegate.gateway.metrics import Metrics
 from lakegate.gateway.pgresult import PgTypedStream
 from lakegate.gateway.plans import PlanCache
 from lakegate.gateway.route import DUCKDB_ROUTE, GATEWAY_ROUTE, POSTGRES_ROUTE, PgRead, Plan, Routed, Router
-from lakegate.gateway.schema import describe_table, schema_listing, show
+from lakegate.gateway.schema import schema_listing
 from lakegate.gateway.status import lake_status
 
 log = logging.getLogger("lakegate.gateway")
 #: Statements longer than this (characters) are interrupted in the middle of parsing and planning when their
 #: time limit passes; shorter ones take milliseconds and only check it around their I/O and at the end.
 PREEMPT_SQL = 4096
-
-
-class TableStream:
-    """An in-memory result (answers the gateway computes itself: SHOW, DESCRIBE, EXPLAIN)."""
-
-    def __init__(self, table: pa.Table) -> None:
-        self.table = table
-        self.schema = table.schema
-
-    def start(self) -> None:
-        pass
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return iter(self.table.to_batches())
-
-    def cancel(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass
@@ -84,7 +66,9 @@ class Result:
 class Gateway:
     """The gateway over the lake ``lake`` and the PostgreSQL ``sources``, configured by ``config``."""
 
-    def __init__(self, lake: LakeSettings, sources: Sequence[SourceSettings], config: GatewaySettings) -> None:
+    def __init__(
+        self, lake: LakeSettings, sources: Sequence[SourceSettings], config: GatewaySettings
+    ) -> None:
         self.config = cfg = config
         self.sources = list(sources)
         self.postgres = {
@@ -101,8 +85,11 @@ class Gateway:
         )
         self.lake = Lake(lake)
         self.catalog = Catalog(lake.name, self.lake, self.postgres, cfg.search_path)
-        self.router = Router(self.catalog, self.lake, self._evaluate)
         self.watchdog = Watchdog()
+        self.introspection = Introspection(
+            self.postgres, self.duckdb, self.catalog, self.watchdog, cfg.timeout
+        )
+        self.router = Router(self.catalog, self.lake, self.introspection.evaluate)
         self.metrics = Metrics()
         self.cache = LakeCache(self.duckdb, cfg.cache_bytes)
         self.plans = PlanCache()
@@ -292,7 +279,7 @@ class Gateway:
                 _release(leases)  # DuckDB was rebuilt: the cache tables named by the plan are gone
                 statement, plan = self.plan(sql, limits.max_rows, leases, deadline, limits.time_zone)
             if plan is None or statement.kind == parse_mod.EXPLAIN:
-                table = self._answer(statement, plan, deadline)
+                table = self.introspection.answer(statement, plan, deadline)
                 execution = Execution(TableStream(table), limits, self.watchdog, GATEWAY_ROUTE, deadline)
             else:
                 stream = self._stream(plan, limits, deadline)
@@ -313,7 +300,9 @@ class Gateway:
         missing = needed & set(self.duckdb.unavailable)
         if not missing:
             if needed:  # a schema created in PostgreSQL since DuckDB listed them is found by this query
-                self.duckdb.see_postgres_catalogs(tuple(self.catalog.version(s) for s in sorted(self.postgres)))
+                self.duckdb.see_postgres_catalogs(
+                    tuple(self.catalog.version(s) for s in sorted(self.postgres))
+                )
             return False
         for name in sorted(missing):  # attached only once its role is known to be a plain reader
             engine = self.postgres[name]
@@ -381,72 +370,10 @@ class Gateway:
         limits = self.limits(None, timeout_ms, time_zone)
         deadline = time.monotonic() + limits.timeout
         try:
-            return self._explain(sql, leases, deadline, limits.time_zone)
+            statement, plan = self.plan(sql, self.config.max_rows, leases, deadline, limits.time_zone)
+            return self.introspection.explain(statement, plan, deadline)
         finally:
             _release(leases)
-
-    def _explain(self, sql: str, leases: list[Lease], deadline: float, zone: str) -> dict[str, Any]:
-        statement, plan = self.plan(sql, self.config.max_rows, leases, deadline, zone)
-        if plan is None:
-            return {
-                "route": GATEWAY_ROUTE,
-                "source": None,
-                "tables": [],
-                "engines": [],
-                "views": {},
-                "plan": f"answered by the gateway ({statement.kind.upper()})",
-            }
-        out = plan.explain()
-        out["plan"] = self._engine_plan(plan, deadline)
-        return out
-
-    def _engine_plan(self, plan: Plan, deadline: float) -> str:
-        """The engine's own EXPLAIN, within the request's time limit."""
-        try:
-            if plan.route == POSTGRES_ROUTE:
-                assert plan.source is not None
-                timeout = deadline_mod.remaining(deadline, self.config.timeout)
-                lines = self.postgres[plan.source].fetch(f"EXPLAIN {plan.sql}", timeout=timeout)
-                return "\n".join(r[0] for r in lines)
-            rows = self._duckdb_rows(f"EXPLAIN {plan.sql}", deadline)
-            return "\n".join(str(r.get("explain_value", "")) for r in rows)
-        except QueryCancelled as exc:
-            raise QueryTimeout("the time limit passed while the engine explained the query") from exc
-        except QueryError as exc:
-            if exc.sqlstate == "57014":
-                raise QueryTimeout("the time limit passed while PostgreSQL explained the query") from exc
-            raise engine_error(exc) from exc
-
-    def _duckdb_rows(self, sql: str, deadline: float | None) -> list[dict[str, Any]]:
-        """A small DuckDB query of the gateway's own, interrupted at ``deadline``."""
-        result = self.duckdb.prepare(sql)
-        handle = self.watchdog.watch(deadline, result.cancel) if deadline is not None else None
-        try:
-            with deadline_mod.shielded():
-                result.start()
-                return pa.Table.from_batches(list(result), schema=result.schema).to_pylist()
-        finally:
-            if handle is not None:
-                self.watchdog.unwatch(handle)
-            result.close()
-
-    def _answer(self, statement: parse_mod.Statement, plan: Plan | None, deadline: float) -> pa.Table:
-        if statement.kind == parse_mod.EXPLAIN:
-            assert plan is not None
-            info = plan.explain()
-            return pa.table(
-                {
-                    "route": [plan.route],
-                    "source": [plan.source],
-                    "sql": [plan.sql],
-                    "tables": [", ".join(info["tables"])],
-                    "plan": [self._engine_plan(plan, deadline)],
-                }
-            )
-        if statement.kind == parse_mod.SHOW:
-            return show(self.catalog, statement.show, statement.show_in)
-        assert statement.ast is not None
-        return describe_table(self.catalog, statement.ast)
 
     def schema(self) -> dict[str, Any]:
         return schema_listing(self.catalog)
@@ -463,21 +390,6 @@ class Gateway:
         figures = self.cache.figures()
         figures["plans"] = self.plans.figures()
         return figures
-
-    def _evaluate(self, sql: str) -> Any:
-        """A time-travel argument's value (routing calls it), within the request's time limit."""
-        try:
-            rows = self._duckdb_rows(sql, deadline_mod.current())
-            return next(iter(rows[0].values())) if rows else None
-        except QueryCancelled as exc:
-            raise QueryTimeout("the time limit passed while the time-travel argument was evaluated") from exc
-        except QueryError as exc:
-            raise BadRequest(f"cannot evaluate the time-travel argument: {exc}") from exc
-        except (OverflowError, ValueError) as exc:  # 'infinity' as a time: no Python datetime holds it
-            raise BadRequest(
-                f"the time-travel argument is not a finite time or snapshot id ({exc}); give a time such as "
-                "'2024-05-01 12:00:00+00' or a snapshot id"
-            ) from exc
 
 
 _PROBE = """
