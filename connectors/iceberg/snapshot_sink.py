@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Position
+from lakegate.connectors.errors import CommitConflict
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.iceberg.commits import guard_statistics, repeat, stamp, write_files
 from lakegate.connectors.iceberg.datafiles import DataFileStream
@@ -111,6 +116,44 @@ class SnapshotSink:
             table = tables[index]
             if table is not None and paths and index not in self.committed:
                 delete_unreferenced(table, paths)
+
+
+@contextmanager
+def write_snapshot(
+    changelog: Table,
+    state: Table | None,
+    position: Position,
+    commit_ts: int,
+    properties: dict[str, str] | None,
+    lock: threading.Lock,
+    name: str,
+) -> Iterator[SnapshotSink]:
+    """See :meth:`LakeTable.snapshot`: the two tables are finished and committed side by side, under ``lock``
+    (no other state commit of this process meanwhile); whatever did not commit is cleaned up. ``name``: the
+    source table, for messages."""
+    sink = SnapshotSink(changelog, state, position, commit_ts)
+    pending: Future[None] | None = None
+    with lock:
+        try:
+            with changelog.transaction() as ctxn:
+                if properties:
+                    ctxn.set_properties(properties)
+                sink.begin(ctxn)
+                yield sink
+                if state is not None:
+                    pending = COMMITS.submit(sink.commit_state)
+                sink.finish_changelog()
+            sink.committed.add(0)
+            if pending is not None:
+                pending.result()
+        except BaseException as exc:
+            if pending is not None:
+                with contextlib.suppress(Exception):
+                    pending.result()
+            sink.abort()
+            if isinstance(exc, CommitFailedException | ValidationException):  # another writer raced it
+                raise CommitConflict(f"the snapshot of {name} lost a race: {exc}") from exc
+            raise
 
 
 def _stream_write(txn: Transaction, stream: DataFileStream, data: pa.Table) -> None:

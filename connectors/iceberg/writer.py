@@ -17,34 +17,24 @@ pyiceberg snapshot producer, so one commit can hold files written chunk by chunk
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import threading
-from collections.abc import Iterator
-from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import (
-    CommitFailedException,
-    NamespaceAlreadyExistsError,
-    NoSuchTableError,
-    ValidationException,
-)
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import GreaterThanOrEqual
 from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import LSN, SEQ, ZERO, Position, TableRef, TableSchema
-from lakegate.connectors.errors import CommitConflict, LakeError, SchemaChangeError
-from lakegate.connectors.iceberg import evolution, merge, staging, statesync
+from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg import merge, schemachange, staging, statesync, tablecommit, tablesetup
 from lakegate.connectors.iceberg.commits import (
     PROP_LSN,
     PROP_SEQ,
-    TABLE_PROPERTIES,
     append_producer,
     checkpoint_of,
     guard_statistics,
@@ -52,26 +42,9 @@ from lakegate.connectors.iceberg.commits import (
     write_files,
 )
 from lakegate.connectors.iceberg.compaction import Thresholds
-from lakegate.connectors.iceberg.evolution import (
-    ATTNUMS,
-    KEY,
-    PGTYPES,
-    STORAGE,
-    Backfill,
-    attnums_of,
-    pgtypes_property,
-    properties_for,
-    schema_of,
-)
-from lakegate.connectors.iceberg.schema import (
-    CHANGELOG,
-    CHANGELOG_SUFFIX,
-    STATE,
-    Evolution,
-    lake_schema,
-    plan_evolution,
-)
-from lakegate.connectors.iceberg.snapshot_sink import COMMITS, SnapshotSink
+from lakegate.connectors.iceberg.evolution import STORAGE, Backfill, attnums_of, schema_of
+from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, Evolution, plan_evolution
+from lakegate.connectors.iceberg.snapshot_sink import SnapshotSink, write_snapshot
 
 __all__ = [
     "PROP_LSN",
@@ -85,10 +58,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-COMMIT_ATTEMPTS = 4
-_STATE_LOCKS: dict[str, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
 
 
 class LakeTable:
@@ -123,7 +92,9 @@ class LakeTable:
             raise LakeError(
                 f"the lake has no table {ref}{CHANGELOG_SUFFIX}; has the worker replicated {ref}?"
             ) from exc
-        table = cls(catalog, schema_of(changelog, ref), source=changelog.properties.get("lakegate.source", ""))
+        table = cls(
+            catalog, schema_of(changelog, ref), source=changelog.properties.get("lakegate.source", "")
+        )
         table.load()
         return table
 
@@ -134,7 +105,7 @@ class LakeTable:
         return bool(self.schema.key)
 
     def identifiers(self) -> tuple[str, str]:
-        return f"{self.namespace}.{self.name}", f"{self.namespace}.{self.name}{CHANGELOG_SUFFIX}"
+        return tablesetup.identifiers(self.schema.table)
 
     def load(self) -> bool:
         """Load existing tables; True when the change log exists."""
@@ -152,59 +123,16 @@ class LakeTable:
 
     def create(self) -> None:
         """Create missing tables (and the namespace)."""
-        self._ensure_namespace()
-        state_id, changelog_id = self.identifiers()
-        props = {
-            **TABLE_PROPERTIES,
-            "lakegate.source": self.source,
-            KEY: ",".join(self.schema.key),
-            ATTNUMS: json.dumps(
-                {c.name: c.source_id for c in self.schema.columns if c.source_id is not None}, sort_keys=True
-            ),
-            **pgtypes_property({}, self.schema),
-        }
-        if self.changelog is None:
-            self.changelog = self.catalog.create_table_if_not_exists(
-                changelog_id,
-                lake_schema(self.schema, CHANGELOG),
-                properties={**props, "lakegate.kind": CHANGELOG},
-            )
-        if self.has_state and self.state is None:
-            self.state = self.catalog.create_table_if_not_exists(
-                state_id,
-                lake_schema(self.schema, STATE),
-                properties={**props, "lakegate.kind": STATE, statesync.FORMAT_PROPERTY: statesync.POSITION_DELETES},
-            )
-
-    def _ensure_namespace(self) -> None:
-        try:
-            self.catalog.create_namespace(self.namespace)
-        except NamespaceAlreadyExistsError:
-            pass
-        except Exception as exc:  # a concurrent creator wins the race inside the catalog (e.g. SQLite UNIQUE)
-            try:
-                self.catalog.load_namespace_properties(self.namespace)
-            except Exception:
-                raise LakeError(f"cannot create the lake namespace {self.namespace!r}: {exc}") from exc
+        self.changelog, self.state = tablesetup.create_missing(
+            self.catalog, self.schema, self.source, self.changelog, self.state
+        )
 
     def rename_from(self, old: TableRef) -> None:
-        """Rename the lake tables of ``old`` to this table's names (Iceberg keeps snapshots and history). Each of
-        the two renames is skipped when already done, so an interrupted rename completes on the next call."""
-        self._ensure_namespace()
-        new_state, new_changelog = self.identifiers()
-        pairs = ((f"{old.schema}.{old.name}", new_state), (f"{old}{CHANGELOG_SUFFIX}", new_changelog))
-        for before, after in pairs:
-            try:
-                self.catalog.rename_table(before, after)
-            except NoSuchTableError:
-                continue
-            except Exception as exc:  # whatever the catalog implementation raises
-                raise LakeError(f"cannot rename lake table {before} to {after}: {exc}") from exc
+        """Rename the lake tables of ``old`` to this table's names (see :func:`tablesetup.rename`)."""
+        tablesetup.rename(self.catalog, old, self.schema.table)
 
     def drop(self) -> None:
-        for ident in self.identifiers():
-            with contextlib.suppress(NoSuchTableError):
-                self.catalog.purge_table(ident)
+        tablesetup.drop(self.catalog, self.schema.table)
         self.changelog = self.state = None
 
     def plan(self, schema: TableSchema) -> Evolution:
@@ -218,57 +146,16 @@ class LakeTable:
         Raises SchemaChangeError when Iceberg cannot follow."""
         assert self.changelog is not None
         renames = dict(self.plan(schema).rename)
-        if self.has_state and {renames.get(k, k) for k in self.schema.key} != set(schema.key):
-            raise SchemaChangeError(
-                str(schema.table),
-                (
-                    f"the key of {schema.table} changed from ({', '.join(self.schema.key)}) "
-                    f"to ({', '.join(schema.key)}); "
-                    f"the lake state is keyed by the old one. Stop the worker, run 'lakegate maintain --resnapshot "
-                    f"{schema.table}' and start it again"
-                ),
-            )
+        if self.has_state:
+            schemachange.check_key(self.schema, schema, renames)
         key = tuple(renames.get(k, k) for k in self.schema.key)  # the lake's key order
         with self._state_lock():  # no other state commit of this process between the backfill's two commits
             if backfill is not None and self.state is not None:
                 self._catch_up()  # the backfill writes into the state table as of the change log
-            self._evolve(self.changelog, CHANGELOG, schema, key, backfill)
+            schemachange.evolve(self.changelog, CHANGELOG, schema, key, backfill, self.state)
             if self.state is not None:
-                self._evolve(self.state, STATE, schema, key, backfill)
+                schemachange.evolve(self.state, STATE, schema, key, backfill, self.state)
         self.schema = TableSchema(schema.table, schema.columns, key if self.has_state else schema.key)
-
-    def _evolve(
-        self, table: Table, kind: str, schema: TableSchema, key: tuple[str, ...], backfill: Backfill | None
-    ) -> None:
-        try:
-            plan = plan_evolution(table.schema(), schema, kind, attnums_of(table))
-        except SchemaChangeError:
-            raise
-        props = {**properties_for(table, plan, key), **pgtypes_property(table.properties, schema)}
-        if not plan and not props and backfill is None:
-            return
-
-        def action(txn: Transaction) -> None:
-            evolution.update_schema(txn, plan)
-            if props:
-                txn.set_properties(props)
-            if backfill is not None and kind == CHANGELOG:
-                assert self.state is not None
-                evolution.backfill_changelog(txn, table, self.state, backfill)
-            elif backfill is not None:
-                evolution.backfill_state(txn, table, backfill, dict(plan.rename))
-
-        self._commit(table, action)
-        if plan:
-            log.info(
-                "%s: evolved %s table: renamed %s, added %s, widened %s%s",
-                schema.table,
-                kind,
-                [f"{a}->{b}" for a, b in plan.rename] or "-",
-                [n for n, _ in plan.add] or "-",
-                [n for n, _ in plan.widen] or "-",
-                f", existing rows given {sorted(backfill.values)}" if backfill else "",
-            )
 
     def sync_state(self) -> None:
         """Give the state table every column the change log has (renamed by source identity): a catch-up must not
@@ -276,7 +163,7 @@ class LakeTable:
         if self.state is None or self.changelog is None:
             return
         schema = schema_of(self.changelog, self.schema.table)
-        self._evolve(self.state, STATE, schema, schema.key, None)
+        schemachange.evolve(self.state, STATE, schema, schema.key, None, self.state)
 
     # ---------------------------------------------------------------------------------------------- reading
 
@@ -288,19 +175,12 @@ class LakeTable:
         """Record what lakes written before these records existed lack: the source identity (attnum) of each
         lake column the source still has under the same name, and the table's storage fingerprint."""
         assert self.changelog is not None
-        for table in (self.changelog, self.state):
-            if table is None or ATTNUMS in table.properties:
-                continue
-            lake = {f.name for f in table.schema().fields}
-            known = {c.name: c.source_id for c in schema.columns if c.name in lake and c.source_id is not None}
-            self._commit(table, lambda txn, k=known: txn.set_properties({ATTNUMS: json.dumps(k, sort_keys=True)}))
-        for table in (self.changelog, self.state):  # source types, recorded since issue 10 (same storage)
-            types = pgtypes_property(table.properties, schema) if table is not None else {}
-            if table is not None and PGTYPES not in table.properties and types:
-                self._commit(table, lambda txn, p=types: txn.set_properties(p))
+        schemachange.adopt((self.changelog, self.state), schema)
         if self.storage() is None:
             self.set_properties({STORAGE: storage})
-        self.schema = schema_of(self.changelog, self.schema.table)  # the lake's names, as the stream meets them
+        self.schema = schema_of(
+            self.changelog, self.schema.table
+        )  # the lake's names, as the stream meets them
 
     def storage(self) -> str | None:
         """The source table's storage fingerprint when the lake last copied it (None: not recorded)."""
@@ -370,7 +250,9 @@ class LakeTable:
         """The commit LSN of the transaction whose parts are staged here, if any."""
         return self._staged.lsn if self._staged is not None else None
 
-    def append(self, data: pa.Table, position: Position | None = None, *, open_lsn: int | None = None) -> None:
+    def append(
+        self, data: pa.Table, position: Position | None = None, *, open_lsn: int | None = None
+    ) -> None:
         """Append changes (change-log columns) and stamp ``position`` (default: the last change's) in the same
         commit, to the change log and then to the state table.
 
@@ -461,26 +343,11 @@ class LakeTable:
         return statesync.catch_up(self, state)
 
     def _commit(self, table: Table, action: Any) -> None:
-        """Run ``action`` in a transaction; a commit that loses a race (maintenance) is retried on fresh metadata."""
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            try:
-                with table.transaction() as txn:
-                    action(txn)
-                return
-            except (CommitFailedException, ValidationException) as exc:  # the commit did not land
-                table.refresh()
-                if attempt == COMMIT_ATTEMPTS:
-                    raise CommitConflict(
-                        f"commit to {'.'.join(table.name())} conflicted {attempt} times: {exc}"
-                    ) from exc
-                log.debug("commit to %s conflicted, retrying: %s", ".".join(table.name()), exc)
-            except (OSError, ValueError) as exc:
-                raise LakeError(f"cannot commit to lake table {'.'.join(table.name())}: {exc}") from exc
+        tablecommit.commit(table, action)
 
-    @contextmanager
     def snapshot(
         self, position: Position, commit_ts: int, properties: dict[str, str] | None = None
-    ) -> Iterator[SnapshotSink]:
+    ) -> AbstractContextManager[SnapshotSink]:
         """Write an initial snapshot (replacing whatever the tables held) in one commit per table; the change
         log's commit also sets ``properties``.
 
@@ -488,34 +355,11 @@ class LakeTable:
         the change log's commit the table has no checkpoint and is copied again (replacing the state); without
         the state's, the state table catches up with the change log at its next commit."""
         assert self.changelog is not None
-        sink = SnapshotSink(self.changelog, self.state, position, commit_ts)
-        state: Future[None] | None = None
-        with self._state_lock():  # no other state commit of this process meanwhile
-            try:
-                with self.changelog.transaction() as ctxn:
-                    if properties:
-                        ctxn.set_properties(properties)
-                    sink.begin(ctxn)
-                    yield sink
-                    if self.state is not None:
-                        state = COMMITS.submit(sink.commit_state)
-                    sink.finish_changelog()
-                sink.committed.add(0)
-                if state is not None:
-                    state.result()
-            except BaseException as exc:
-                if state is not None:
-                    with contextlib.suppress(Exception):
-                        state.result()
-                sink.abort()
-                if isinstance(exc, CommitFailedException | ValidationException):  # another writer raced it
-                    raise CommitConflict(f"the snapshot of {self.schema.table} lost a race: {exc}") from exc
-                raise
+        lock = self._state_lock()
+        return write_snapshot(
+            self.changelog, self.state, position, commit_ts, properties, lock, str(self.schema.table)
+        )
 
     def _state_lock(self) -> threading.Lock:
-        """The lock this process holds while it rewrites the state table (the worker's writer and its upkeep
-        thread each have their own LakeTable; another process's writes are caught by the commit's checks)."""
-        where = self.catalog.properties.get("uri", "")
-        ident = f"{self.catalog.name}|{where}|{self.namespace}.{self.name}"
-        with _LOCKS_GUARD:
-            return _STATE_LOCKS.setdefault(ident, threading.Lock())
+        """This process's lock of the state table (see :func:`tablecommit.state_lock`)."""
+        return tablecommit.state_lock(self.catalog, f"{self.namespace}.{self.name}")
