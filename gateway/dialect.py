@@ -70,6 +70,7 @@ def rules() -> list[Rule]:
         dialect_formats,
         dialect_json,
         dialect_numbers,
+        dialect_opaque,
         dialect_patterns,
         dialect_text,
         dialect_values,
@@ -77,6 +78,7 @@ def rules() -> list[Rule]:
     )
 
     return [
+        *dialect_opaque.RULES,
         *dialect_collation.RULES,
         *dialect_zones.RULES,
         *dialect_formats.RULES,

@@ -24,13 +24,16 @@ from lakegate.connectors.query import QueryError
 from lakegate.gateway.catalog import Catalog, TableRef
 from lakegate.gateway.collations import NONDETERMINISTIC, Collation, column_collation, database_collation
 from lakegate.gateway.lake import quote
-from lakegate.gateway.pgtype import PgType, from_sqlglot
+from lakegate.gateway.pgtype import EQUAL, PgType, from_sqlglot, named_as_text
 
 COLUMNS = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), to_jsonb(co),
-       (SELECT to_jsonb(d) - 'datacl' FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+       (SELECT to_jsonb(d) - 'datacl' FROM pg_catalog.pg_database d WHERE d.datname = current_database()),
+       coalesce(el.typtype, ty.typtype) = 'e'
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid
+LEFT JOIN pg_catalog.pg_type el ON el.oid = ty.typelem AND ty.typcategory = 'A'
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation
 WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
@@ -41,21 +44,24 @@ RETRY = 60.0  #: seconds a source whose catalog could not be read is not asked a
 LOSSY_NUMERIC = (
     "an unconstrained numeric of a PostgreSQL table, which DuckDB's PostgreSQL scanner reads as a double"
 )
+LOSSY_TIMETZ = "a timetz column of a PostgreSQL table, whose offset DuckDB's PostgreSQL scanner drops"
 LOSSY_BPCHAR = (
     "a bpchar column without a length of a PostgreSQL table, whose trailing spaces DuckDB's PostgreSQL scanner "
     "drops"
 )
 
 
-def scanner_type(text: str) -> PgType | None:
-    """``format_type()`` text -> the PgType of the column as DuckDB's scanner reads it."""
+def scanner_type(text: str, enum: bool = False) -> PgType | None:
+    """``format_type()`` text -> the PgType of the column as DuckDB's scanner reads it: a type the rules do not
+    know is its text (:func:`lakegate.gateway.pgtype.named_as_text`; ``enum``: an enum's label)."""
     try:
-        built = exp.DataType.build(text, dialect="postgres")
+        typ = from_sqlglot(exp.DataType.build(text, dialect="postgres"))
     except (ParseError, ValueError):
-        return None
-    typ = from_sqlglot(built)
+        typ = None
     if typ is None:
-        return None
+        return named_as_text(text, enum=enum)
+    if typ.is_("timetz"):
+        return replace(typ, lossy=LOSSY_TIMETZ)
     if typ.numeric and typ.precision is None:
         return PgType("numeric", typ.dims, loose_scale=True, lossy=LOSSY_NUMERIC)
     if typ.name == "bpchar":  # char(n): padded back by the view that reads the table (view_columns)
@@ -83,6 +89,8 @@ def with_source_collations(
     out = dict(types)
     for name, typ in types.items():
         of_source = source.get(name)
+        if typ is not None and of_source is not None and typ.as_text == "" and of_source.as_text == EQUAL:
+            out[name] = typ = replace(typ, as_text=EQUAL)  # an enum: its source says so
         if typ is not None and of_source is not None and of_source.collation is not None:
             nondeterministic = (of_source.lossy or "").startswith(NONDETERMINISTIC.split("{")[0])
             lossy = of_source.lossy if nondeterministic else None
@@ -94,30 +102,44 @@ def with_source_collations(
 
 def view_columns(types: dict[str, PgType | None] | None) -> str | None:
     """The select list of the view through which a statement reads a PostgreSQL table: its ``char(n)`` columns
-    (and arrays of them) padded back to their length, as PostgreSQL returns them; None when none needs it."""
-    if not types or not any(_pads(typ) for typ in types.values()):
+    (and arrays of them) padded back to their length, and its ``inet`` values shown as PostgreSQL shows them
+    (the scanner reads ``inet::text``, which adds ``/32`` to a host), as PostgreSQL returns them; None when none
+    needs it."""
+    if not types or not any(_fix(typ) for typ in types.values()):
         return None
     items = []
     for name, typ in types.items():
         column = quote(name)
-        if typ is not None and _pads(typ):
-            pad = f"rpad({{}}, {typ.length}, ' ')"
-            value = pad.format(column) if not typ.dims else _each(column, pad, typ.dims)
+        fix = _fix(typ)
+        if typ is not None and fix:
+            value = fix.format(column) if not typ.dims else _each(column, fix, typ.dims)
             items.append(f"{value} AS {column}")
         else:
             items.append(column)
     return ", ".join(items)
 
 
-def _pads(typ: PgType | None) -> bool:
-    return typ is not None and typ.name == "bpchar" and typ.length is not None and typ.lossy is None
+#: an inet's text without the netmask of a single host, as PostgreSQL's output function writes it
+INET_OUTPUT = (
+    "CASE WHEN contains({0}, ':') THEN regexp_replace({0}, '/128$', '') "
+    "ELSE regexp_replace({0}, '/32$', '') END"
+)
 
 
-def _each(column: str, pad: str, dims: int) -> str:
-    """``pad`` applied to every element of an array of ``dims`` dimensions (DuckDB: lists of lists)."""
+def _fix(typ: PgType | None) -> str:
+    """The expression (``{0}``: the value) that makes a scanned value PostgreSQL's, or "" when it is."""
+    if typ is None or typ.lossy is not None:
+        return ""
+    if typ.name == "bpchar" and typ.length is not None:
+        return f"rpad({{0}}, {typ.length}, ' ')"
+    return INET_OUTPUT if typ.name == "inet" and typ.as_text is not None else ""
+
+
+def _each(column: str, fix: str, dims: int) -> str:
+    """``fix`` applied to every element of an array of ``dims`` dimensions (DuckDB: lists of lists)."""
     if dims == 0:
-        return pad.format(column)
-    return f"list_transform({column}, x{dims} -> {_each(f'x{dims}', pad, dims - 1)})"
+        return fix.format(column)
+    return f"list_transform({column}, x{dims} -> {_each(f'x{dims}', fix, dims - 1)})"
 
 
 class PgColumns:
@@ -127,7 +149,9 @@ class PgColumns:
         self._lock = threading.Lock()
         self._defaults: dict[str, Collation] = {}  #: source -> its database's default collation
         self._failed: dict[str, float] = {}  #: source -> when reading its catalog last failed
-        self._known: dict[tuple[str, str, str], dict[str, PgType | None]] = {}  #: last read of a lake's source
+        self._known: dict[
+            tuple[str, str, str], dict[str, PgType | None]
+        ] = {}  #: last read of a lake's source
 
     def default_collation(self, source: str) -> Collation | None:
         """The default collation of the source's database (None: not read yet)."""
@@ -166,7 +190,8 @@ class PgColumns:
             try:
                 rows = engine.fetch(COLUMNS, (schema, name))
                 found = {
-                    str(row[0]): _collated(scanner_type(str(row[1])), row[2], row[3]) for row in rows
+                    str(row[0]): _collated(scanner_type(str(row[1]), bool(row[4])), row[2], row[3])
+                    for row in rows
                 } or None
                 with self._lock:
                     self._failed.pop(source, None)

@@ -32,8 +32,11 @@ def _target(typ: PgType, arrow: pa.DataType) -> tuple[str, pa.DataType | None] |
     number = pa.types.is_integer(arrow) or pa.types.is_floating(arrow)
     if typ.name in _WIDTHS and number and (typ.floating or pa.types.is_integer(arrow)):
         return typ.typname, None if arrow == _WIDTHS[typ.name] else _WIDTHS[typ.name]
-    if typ.name in _TEXT and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)):
+    text_like = typ.name in _TEXT or typ.as_text is not None  # inet, an enum ... as PostgreSQL's text of it
+    if text_like and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)):
         return typ.typname, None
+    if typ.as_text is not None and pa.types.is_dictionary(arrow) and pa.types.is_string(arrow.value_type):
+        return typ.typname, pa.string()  # a PostgreSQL enum that DuckDB's scanner reads as its ENUM
     return None
 
 

@@ -40,6 +40,9 @@ class PgType:
     #: the linguistic collation a text column orders by in its source ("": bytes, as DuckDB; None: not known)
     collation: str | None = None
     casing: str | None = None  #: its case mapping where not the lake route's ("": the same; None: not known)
+    #: a type the lake route holds as PostgreSQL's text of its values (``inet``, ``money``, an enum ...): what
+    #: of PostgreSQL's semantics that text keeps — EQUAL (equality), ORDERED (equality and order) or "" (neither)
+    as_text: str | None = None
 
     @property
     def elem(self) -> PgType:
@@ -80,6 +83,24 @@ class PgType:
     @property
     def bpchar(self) -> bool:
         return self.is_("bpchar")
+
+
+#: ``as_text`` values: equal text is an equal value (the type's output is canonical) ...
+EQUAL = "equal"
+#: ... and the text's byte order is the type's order as well
+ORDERED = "ordered"
+#: the types the lake holds as their text, by what of their semantics the text keeps (any other type of a
+#: source that the rules do not know — citext, xml, tsquery, extension types — keeps neither: "")
+AS_TEXT = {
+    **dict.fromkeys(("macaddr", "macaddr8", "bit", "varbit"), ORDERED),
+    **dict.fromkeys(("inet", "cidr", "money", "timetz", "pg_lsn", "tsvector"), EQUAL),
+    **dict.fromkeys(("xml", "tsquery", "jsonpath", "citext"), ""),
+}
+
+
+def as_text(name: str, dims: int = 0, *, enum: bool = False) -> PgType:
+    """A value the lake route holds as PostgreSQL's text of it (an enum's label: equal labels, equal values)."""
+    return PgType(name, dims, as_text=EQUAL if enum else AS_TEXT.get(name, ""))
 
 
 def t(name: str, dims: int = 0) -> PgType:
@@ -198,13 +219,28 @@ def lake_column(iceberg: object, source: str | None) -> PgType | None:
         return replace(recorded, padded=recorded.name == "bpchar", loose_scale=recorded.name == "numeric")
     if name == "int4" and recorded.name == "int2":
         return recorded
+    if name == "text" and recorded.as_text is not None:
+        return recorded
     return stored
 
 
+def named_as_text(text: str, *, enum: bool = False) -> PgType:
+    """A type the rules do not know, by its ``format_type()`` or recorded name (``public.mood[]``), as text."""
+    dims = 0
+    while text.endswith("[]"):
+        text, dims = text[:-2], dims + 1
+    name = text.split("(", 1)[0].split(".", 1)[-1].strip().strip('"')
+    return as_text({"bit varying": "varbit"}.get(name, name), dims, enum=enum)
+
+
 def _parse_source(text: str) -> PgType | None:
+    if "." in text:  # an enum or a text-like type of an extension (citext), recorded with its schema
+        return named_as_text(text)
     match = _SOURCE.match(text.strip().lower())
     if not match:
         return None
+    if match.group("name") in AS_TEXT:
+        return as_text(match.group("name"), len(match.group("dims")) // 2)
     name = {"character": "bpchar", "character varying": "varchar", "smallint": "int2"}.get(
         match.group("name"), match.group("name")
     )
