@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +30,8 @@ from lakegate.gateway.pgtype import EQUAL, PgType, from_sqlglot, named_as_text
 COLUMNS = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), to_jsonb(co),
        (SELECT to_jsonb(d) - 'datacl' FROM pg_catalog.pg_database d WHERE d.datname = current_database()),
-       coalesce(el.typtype, ty.typtype) = 'e'
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e
+        WHERE e.enumtypid = coalesce(el.oid, ty.oid))
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid
@@ -51,15 +53,15 @@ LOSSY_BPCHAR = (
 )
 
 
-def scanner_type(text: str, enum: bool = False) -> PgType | None:
+def scanner_type(text: str, labels: Sequence[str] | None = None) -> PgType | None:
     """``format_type()`` text -> the PgType of the column as DuckDB's scanner reads it: a type the rules do not
-    know is its text (:func:`lakegate.gateway.pgtype.named_as_text`; ``enum``: an enum's label)."""
+    know is its text (:func:`lakegate.gateway.pgtype.named_as_text`; ``labels``: an enum's, in order)."""
     try:
         typ = from_sqlglot(exp.DataType.build(text, dialect="postgres"))
     except (ParseError, ValueError):
         typ = None
     if typ is None:
-        return named_as_text(text, enum=enum)
+        return named_as_text(text, labels=None if labels is None else tuple(labels))
     if typ.is_("timetz"):
         return replace(typ, lossy=LOSSY_TIMETZ)
     if typ.numeric and typ.precision is None:
@@ -89,8 +91,8 @@ def with_source_collations(
     out = dict(types)
     for name, typ in types.items():
         of_source = source.get(name)
-        if typ is not None and of_source is not None and typ.as_text == "" and of_source.as_text == EQUAL:
-            out[name] = typ = replace(typ, as_text=EQUAL)  # an enum: its source says so
+        if typ is not None and of_source is not None and typ.as_text == "" and of_source.labels is not None:
+            out[name] = typ = replace(typ, as_text=EQUAL, labels=of_source.labels)  # an enum: its source says so
         if typ is not None and of_source is not None and of_source.collation is not None:
             nondeterministic = (of_source.lossy or "").startswith(NONDETERMINISTIC.split("{")[0])
             lossy = of_source.lossy if nondeterministic else None
@@ -190,7 +192,7 @@ class PgColumns:
             try:
                 rows = engine.fetch(COLUMNS, (schema, name))
                 found = {
-                    str(row[0]): _collated(scanner_type(str(row[1]), bool(row[4])), row[2], row[3])
+                    str(row[0]): _collated(scanner_type(str(row[1]), row[4]), row[2], row[3])
                     for row in rows
                 } or None
                 with self._lock:

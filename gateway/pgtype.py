@@ -43,6 +43,7 @@ class PgType:
     #: a type the lake route holds as PostgreSQL's text of its values (``inet``, ``money``, an enum ...): what
     #: of PostgreSQL's semantics that text keeps — EQUAL (equality), ORDERED (equality and order) or "" (neither)
     as_text: str | None = None
+    labels: tuple[str, ...] | None = None  #: an enum's labels in their order (read from its source)
 
     @property
     def elem(self) -> PgType:
@@ -98,9 +99,10 @@ AS_TEXT = {
 }
 
 
-def as_text(name: str, dims: int = 0, *, enum: bool = False) -> PgType:
-    """A value the lake route holds as PostgreSQL's text of it (an enum's label: equal labels, equal values)."""
-    return PgType(name, dims, as_text=EQUAL if enum else AS_TEXT.get(name, ""))
+def as_text(name: str, dims: int = 0, *, labels: tuple[str, ...] | None = None) -> PgType:
+    """A value the lake route holds as PostgreSQL's text of it; an enum's (``labels``: its labels in order) is
+    its label, and equal labels are equal values."""
+    return PgType(name, dims, as_text=EQUAL if labels is not None else AS_TEXT.get(name, ""), labels=labels)
 
 
 def t(name: str, dims: int = 0) -> PgType:
@@ -224,13 +226,13 @@ def lake_column(iceberg: object, source: str | None) -> PgType | None:
     return stored
 
 
-def named_as_text(text: str, *, enum: bool = False) -> PgType:
+def named_as_text(text: str, *, labels: tuple[str, ...] | None = None) -> PgType:
     """A type the rules do not know, by its ``format_type()`` or recorded name (``public.mood[]``), as text."""
     dims = 0
     while text.endswith("[]"):
         text, dims = text[:-2], dims + 1
     name = text.split("(", 1)[0].split(".", 1)[-1].strip().strip('"')
-    return as_text({"bit varying": "varbit"}.get(name, name), dims, enum=enum)
+    return as_text({"bit varying": "varbit"}.get(name, name), dims, labels=labels)
 
 
 def _parse_source(text: str) -> PgType | None:

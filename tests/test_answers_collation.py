@@ -180,7 +180,7 @@ def test_a_lake_query_does_not_wait_for_a_source_that_is_down() -> None:
             if Engine.down:
                 raise QueryError("PostgreSQL source 'pg' is unavailable", "unavailable", engine="postgres")
             c = {"collname": "C", "collprovider": "c", "collcollate": "C", "collctype": "C"}
-            return [("w", "text", c, {"datcollate": "C.UTF-8", "datctype": "C.UTF-8"}, False)]
+            return [("w", "text", c, {"datcollate": "C.UTF-8", "datctype": "C.UTF-8"}, None)]
 
     class Catalog:
         postgres = {"pg": Engine()}
