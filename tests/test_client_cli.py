@@ -373,6 +373,7 @@ def test_interactive_session_on_a_terminal(env: Env, tmp_path: Path) -> None:
     assert _sleeping(env) == 0, "Ctrl-C did not cancel the query on the server"
     term.send("SELECT 40 + 2 AS answer;\n")  # the program is still there
     term.expect("42")
+    term.expect("lakegate=> ")  # typed before the prompt, the line is echoed by the terminal, not by readline
     term.send("SELECT 'unfinished\n")
     term.expect("lakegate'> ")
     term.send("\x03")  # Ctrl-C at the prompt clears the input
