@@ -18,6 +18,7 @@ import concurrent.futures
 import cProfile
 import datetime
 import os
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -111,6 +112,13 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="alternate lean and pyiceberg commits")
     args = parser.parse_args()
     root = workdir("lakegate-bench-commits-")
+    try:
+        run(args, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, root: Path) -> None:
     lake = tables(root, args.tables)
     lsn = 10
     for _ in range(args.history):

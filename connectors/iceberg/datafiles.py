@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import io
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +27,6 @@ from pyiceberg.io.pyarrow import (
     _get_parquet_writer_kwargs,
     _to_requested_schema,
     compute_statistics_plan,
-    data_file_statistics_from_parquet_metadata,
     parquet_path_to_id_mapping,
     pyarrow_to_schema,
 )
@@ -40,6 +38,7 @@ from pyiceberg.typedef import Record
 from pyiceberg.utils.properties import property_as_int
 
 from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg import filestats, ids, localfiles
 
 _PARQUET = FileFormatFactory.get(FileFormat.PARQUET)
 
@@ -82,7 +81,7 @@ class DataFileStream:
             TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT,
         )
         self._kwargs = _get_parquet_writer_kwargs(metadata.properties)
-        self._write_id = uuid.uuid4()
+        self._write_id = ids.uuid4()
         self._task = 0
         self._writer: pq.ParquetWriter | None = None
         self._stream: OutputStream | None = None
@@ -98,7 +97,34 @@ class DataFileStream:
     def write(self, data: pa.Table) -> None:
         if data.num_rows == 0:
             return
-        file_schema = self._task_schema(data.schema)
+        projected = self._project(data)
+        self._pending.append(projected)
+        self._pending_rows += data.num_rows
+        nbytes = data.nbytes
+        self._pending_bytes += nbytes
+        self._bytes += nbytes
+        if self._bytes >= self._target:
+            self._finish()  # writes the gathered chunks first
+        elif self._pending_rows >= ROW_GROUP_ROWS or self._pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _project(self, data: pa.Table) -> pa.Table:
+        """``data`` in the file schema (field ids, names), as pyiceberg's ``_to_requested_schema`` makes it. When
+        that only renames and labels the columns of a flat table (the usual case), the schema it produced for the
+        first batch of this source schema is put on the columns as they are: its schema visitor cost more than
+        the rest of writing a small file."""
+        text = data.schema.to_string(show_schema_metadata=False)  # a key: hashing a pyarrow schema is slow
+        file_schema = self._task_schema(data.schema, text)
+        known = _cached(("trivial", *self._key, text), lambda: None)
+        if (
+            known
+            and known[0].equals(data.schema)
+            and all(
+                field.nullable or column.null_count == 0
+                for field, column in zip(known[1], data.columns, strict=True)
+            )
+        ):
+            return pa.Table.from_arrays(data.columns, schema=known[1])
         batches = [
             _to_requested_schema(
                 requested_schema=self._file_schema,
@@ -109,14 +135,10 @@ class DataFileStream:
             )
             for batch in data.to_batches()
         ]
-        self._pending.append(pa.Table.from_batches(batches))
-        self._pending_rows += data.num_rows
-        self._pending_bytes += data.nbytes
-        self._bytes += data.nbytes
-        if self._bytes >= self._target:
-            self._finish()  # writes the gathered chunks first
-        elif self._pending_rows >= ROW_GROUP_ROWS or self._pending_bytes >= ROW_GROUP_BYTES:
-            self._flush()
+        projected = pa.Table.from_batches(batches)
+        if known is None and batches:
+            _remember_trivial(("trivial", *self._key, text), data, projected)
+        return projected
 
     def _flush(self) -> None:
         """Write the gathered chunks as one row group (small chunks would make small row groups)."""
@@ -151,14 +173,17 @@ class DataFileStream:
             with contextlib.suppress(Exception):
                 self._io.delete(path)
 
-    def _task_schema(self, schema: pa.Schema) -> Schema:
-        if self._source_schema is None or self._source_schema[0] != schema:
+    def _task_schema(self, schema: pa.Schema, text: str) -> Schema:
+        if self._source_schema is None or not self._source_schema[0].equals(schema):
             version = self._txn.table_metadata.format_version
-            converted = _cached(
-                ("source", *self._key, version, schema),
-                lambda: pyarrow_to_schema(schema, name_mapping=self._name_mapping, format_version=version),
-            )
-            self._source_schema = (schema, converted)
+
+            def convert() -> tuple[pa.Schema, Schema]:
+                return schema, pyarrow_to_schema(
+                    schema, name_mapping=self._name_mapping, format_version=version
+                )
+
+            converted = _cached(("source", *self._key, version, text), convert)
+            self._source_schema = converted if converted[0].equals(schema) else convert()
         return self._source_schema[1]
 
     def _open(self, first: pa.Table) -> None:
@@ -167,13 +192,15 @@ class DataFileStream:
         self._task += 1
         self._path = self._locations.new_data_location(data_file_name=name)
         self._paths.append(self._path)
-        self._stream = self._io.new_output(self._path).create(overwrite=True)
-        # the schema of the projected batches carries the field ids, as in pyiceberg's writer
+        self._stream = localfiles.create(self._io, self._path)
+        # the schema of the projected batches carries the field ids, as in pyiceberg's writer; a file of a few
+        # rows is not worth judging which columns repeat (dictionary pages would only make it larger)
+        dictionary = dictionary_columns(first) if first.num_rows > SMALL_FILE_ROWS else False
         self._writer = pq.ParquetWriter(
-            self._stream,  # type: ignore[arg-type]
+            self._stream,
             schema=schema,
             store_decimal_as_integer=True,
-            **{"use_dictionary": dictionary_columns(first), **self._kwargs},
+            **{"use_dictionary": dictionary, **self._kwargs},
         )
 
     def _finish(self) -> None:
@@ -194,13 +221,14 @@ class DataFileStream:
         metrics = tuple(
             sorted((k, v) for k, v in properties.items() if k.startswith("write.metadata.metrics"))
         )
-        statistics = data_file_statistics_from_parquet_metadata(
-            parquet_metadata=metadata,
-            stats_columns=_cached(
-                ("plan", *self._key, metrics), lambda: compute_statistics_plan(self._file_schema, properties)
-            ),
-            parquet_column_mapping=_cached(
-                ("paths", *self._key), lambda: parquet_path_to_id_mapping(self._file_schema)
+        statistics = filestats.statistics(
+            metadata,
+            _cached(
+                ("plan", *self._key, metrics),
+                lambda: filestats.plan(
+                    compute_statistics_plan(self._file_schema, properties),
+                    parquet_path_to_id_mapping(self._file_schema),
+                ),
             ),
         )
         if size is None:
@@ -216,7 +244,7 @@ class DataFileStream:
                 spec_id=self._txn.table_metadata.default_spec_id,
                 equality_ids=None,
                 key_metadata=None,
-                **statistics.to_serialized_dict(),
+                **statistics,
             )
         )
 
@@ -242,6 +270,22 @@ def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 
 
 _MISSING = object()
+SMALL_FILE_ROWS = 1024  #: a file opened with no more rows than this holds only them (see ``_open``)
+
+
+def _remember_trivial(key: tuple[Any, ...], data: pa.Table, projected: pa.Table) -> None:
+    """Record whether projecting tables of ``data``'s schema kept every column as it was (same type, same
+    values; names and field metadata aside) for a flat schema: later tables then only get the file schema."""
+    flat = not any(pa.types.is_nested(field.type) for field in data.schema)
+    same = (
+        flat
+        and projected.num_columns == data.num_columns
+        and all(
+            a.type == b.type and a.equals(b) for a, b in zip(data.columns, projected.columns, strict=True)
+        )
+    )
+    with _DERIVED_GUARD:
+        _DERIVED[key] = (data.schema, projected.schema) if same else False
 
 
 def _file_schema(table_schema: Schema) -> tuple[Schema, Any]:

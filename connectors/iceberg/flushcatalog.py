@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
@@ -42,15 +43,16 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io import FileIO
 from pyiceberg.serializers import Compressor
 from pyiceberg.table import CommitTableResponse, Table
-from pyiceberg.table.locations import load_location_provider
+from pyiceberg.table.locations import LocationProvider, load_location_provider
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import TableRequirement, TableUpdate, _update_table_metadata_log
+from pyiceberg.typedef import EMPTY_DICT, Properties
 from pyiceberg.utils.config import Config
 from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from lakegate.connectors.errors import CommitConflict, LakeError
-from lakegate.connectors.iceberg import txncache
+from lakegate.connectors.iceberg import ids, localfiles, metadatajson, txncache
 
 
 class _Gate:
@@ -84,6 +86,8 @@ class _Gate:
                 self._cond.notify_all()
 
 
+_IOS: OrderedDict[tuple[Any, ...], FileIO] = OrderedDict()
+_IO_GUARD = threading.Lock()
 _EXCLUDE_NONE: bool | None = None  #: pyiceberg's ``legacy-current-snapshot-id`` setting, negated (read once)
 _GATES: dict[str, _Gate] = {}
 _GATES_GUARD = threading.Lock()
@@ -238,9 +242,14 @@ class FlushCatalog(SqlCatalog):
             txncache.applied(base, updates), table.metadata_location, base.last_updated_ms
         )
         version = self._parse_metadata_version(table.metadata_location) + 1
-        location = load_location_provider(
-            metadata.location, metadata.properties
-        ).new_table_metadata_file_location(version)
+        provider = load_location_provider(metadata.location, metadata.properties)
+        if (
+            type(provider).new_table_metadata_file_location
+            is LocationProvider.new_table_metadata_file_location
+        ):
+            location = provider.new_metadata_location(f"{version:05d}-{ids.uuid4()}.metadata.json")
+        else:
+            location = provider.new_table_metadata_file_location(version)
         return metadata, location, self._load_file_io(properties=metadata.properties, location=location)
 
     def load_table(self, identifier: str | tuple[str, ...]) -> Table:
@@ -264,15 +273,30 @@ class FlushCatalog(SqlCatalog):
 
     @staticmethod
     def _write_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
-        """``ToOutputFile.table_metadata`` without its ``Config()``: pyiceberg reads its configuration file and
-        environment again for every metadata file it writes (1 ms per commit) for one flag, read once here."""
+        """``ToOutputFile.table_metadata`` without its ``Config()`` (pyiceberg reads its configuration file and
+        environment again for every metadata file it writes, for one flag, read once here), with the snapshots'
+        JSON kept from earlier versions (:mod:`.metadatajson`) and local files opened directly (:mod:`.localfiles`)."""
         global _EXCLUDE_NONE
         if _EXCLUDE_NONE is None:
             _EXCLUDE_NONE = not Config().get_bool("legacy-current-snapshot-id")
-        data = metadata.model_dump_json(exclude_none=_EXCLUDE_NONE).encode("utf-8")
+        data = metadatajson.dumps(metadata, exclude_none=_EXCLUDE_NONE)
         data = Compressor.get_compressor(metadata_path).bytes_compressor()(data)
-        with io.new_output(metadata_path).create(overwrite=False) as out:
-            out.write(data)
+        localfiles.write(io, metadata_path, data, overwrite=False)
+
+    def _load_file_io(self, properties: Properties = EMPTY_DICT, location: str | None = None) -> FileIO:
+        """One FileIO per (properties, location scheme): pyiceberg makes a new one for every table it loads and
+        every commit, and each builds its file system again on first use."""
+        merged = {**self.properties, **properties}
+        key = (tuple(sorted((k, repr(v)) for k, v in merged.items())), urlparse(location or "").scheme)
+        with _IO_GUARD:
+            found = _IOS.get(key)
+        if found is None:
+            found = super()._load_file_io(properties, location)
+            with _IO_GUARD:
+                _IOS[key] = found
+                while len(_IOS) > 64:
+                    _IOS.popitem(last=False)
+        return found
 
     def _delete_old_metadata(self, io: FileIO, base: TableMetadata, metadata: TableMetadata) -> None:  # type: ignore[override]
         staged = self._flush

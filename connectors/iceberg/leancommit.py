@@ -28,6 +28,10 @@ What is written by hand is only the plumbing; the files are pyiceberg's:
   parent): snapshot log, ``last-sequence-number``, refs and metadata log are pyiceberg's own doing;
 - the parent's manifest list is not read back: the list this process last wrote for a table is kept in memory
   (keyed by its path, which names one snapshot), and read from the lake only when another writer made the parent.
+- each Avro file is encoded in memory and written in one piece (:mod:`.localfiles`: no pyiceberg file set-up per
+  file), its header encoded directly (:func:`header_bytes`, the bytes pyiceberg's generic writer produces) with
+  the table-schema metadata built once per schema, and snapshot ids, file names and sync markers drawn from
+  :mod:`.ids` rather than ``os.urandom``.
 
 It relies on: format version 2, an unpartitioned default spec, nothing but added files (a commit that removes
 files, such as a compaction or a truncate, goes through pyiceberg), manifests below the merge threshold (once a
@@ -43,17 +47,20 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from pyiceberg.avro.encoder import BinaryEncoder
-from pyiceberg.avro.file import AvroFileHeader, AvroOutputFile
-from pyiceberg.avro.resolver import construct_writer
-from pyiceberg.io import OutputFile
+from pyiceberg.avro.file import (
+    _SCHEMA_KEY,
+    AVRO_CODEC_KEY,
+    CODEC_MAPPING_ICEBERG_TO_AVRO,
+    MAGIC,
+    AvroOutputFile,
+)
+from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     DEFAULT_READ_VERSION,
     MANIFEST_LIST_FILE_SCHEMAS,
@@ -85,7 +92,7 @@ from pyiceberg.table.update import (
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-from lakegate.connectors.iceberg import flushcatalog
+from lakegate.connectors.iceberg import flushcatalog, ids, localfiles
 
 _MANIFESTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()  #: manifest list path -> its entries
 _MANIFESTS_MAX = 4096  #: two per table: a worker's tables, a few times over
@@ -112,34 +119,79 @@ class _Template:
         )
 
 
-_META_WRITER: Any = None
 _TEMPLATES: dict[str, _Template] = {}
 
 
-class _OutputFile(AvroOutputFile[Any]):
-    """``AvroOutputFile`` with the writer tree and the header's schema JSON of a :class:`_Template`."""
+class _Target:
+    """What pyiceberg's manifest writers need of an output file: where it goes and, once written, its length
+    (pyiceberg asks the file system for it). The bytes are written by :class:`_OutputFile`."""
 
-    def __init__(self, output_file: OutputFile, template: _Template, metadata: dict[str, str]) -> None:
-        self.output_file = output_file
+    def __init__(self, io: FileIO, location: str) -> None:
+        self.io, self.location, self.length = io, location, 0
+
+    def __len__(self) -> int:
+        return self.length
+
+
+class _OutputFile(AvroOutputFile[Any]):
+    """``AvroOutputFile`` with the writer tree and the header's schema JSON of a :class:`_Template`, encoded in
+    memory and written to its :class:`_Target` in one piece when it closes (nothing when the writing failed)."""
+
+    def __init__(self, output_file: _Target, template: _Template, metadata: dict[str, str]) -> None:
+        self.output_file = output_file  # type: ignore[assignment]
         self.file_schema = template.file_schema
         self.schema_name = template.schema_name
-        self.sync_bytes = os.urandom(16)
+        self.sync_bytes = ids.random_bytes(16)  # a block separator, not a secret
         self.writer = template.writer
         self.metadata = metadata
         self._template = template
 
-    def _write_header(self) -> None:  # as pyiceberg's, minus the schema conversion
-        from pyiceberg.avro.file import _SCHEMA_KEY, AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO, MAGIC
+    def __enter__(self) -> _OutputFile:
+        self.output_stream = io.BytesIO()  # type: ignore[assignment]
+        self.encoder = BinaryEncoder(self.output_stream)
+        self._write_header()
+        return self
 
-        global _META_WRITER
+    def __exit__(self, exctype: type[BaseException] | None, *rest: object) -> None:
+        if exctype is not None:
+            return
+        data = self.output_stream.getvalue()  # type: ignore[attr-defined]
+        target: _Target = self.output_file  # type: ignore[assignment]
+        localfiles.write(target.io, target.location, data, overwrite=True)  # as AvroOutputFile
+        target.length = len(data)
+
+    def _write_header(self) -> None:  # as pyiceberg's, minus the schema conversion and the generic writer
         codec = self.metadata.get(AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
         codec = CODEC_MAPPING_ICEBERG_TO_AVRO.get(codec) or codec
         meta = {**self.metadata, _SCHEMA_KEY: self._template.schema_json, AVRO_CODEC_KEY: codec}
-        if _META_WRITER is None:
-            from pyiceberg.avro.file import META_SCHEMA
+        self.encoder.write(header_bytes(meta, self.sync_bytes))
 
-            _META_WRITER = construct_writer(META_SCHEMA)
-        _META_WRITER.write(self.encoder, AvroFileHeader(MAGIC, meta, self.sync_bytes))
+
+def header_bytes(meta: dict[str, str], sync: bytes) -> bytes:
+    """An Avro object container file's header (magic, metadata map, sync marker), as pyiceberg's writer encodes
+    it through its generic writer tree (``META_SCHEMA``)."""
+    out = bytearray(MAGIC)
+    out += _zigzag(len(meta))
+    for key, value in meta.items():
+        for text in (key, value):
+            raw = text.encode("utf-8")
+            out += _zigzag(len(raw))
+            out += raw
+    if meta:
+        out += b"\x00"
+    out += sync
+    return bytes(out)
+
+
+def _zigzag(value: int) -> bytes:
+    """An Avro ``long``: zigzag, then little-endian base-128 groups."""
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _template(key: str, build: Any) -> _Template:
@@ -151,21 +203,37 @@ def _template(key: str, build: Any) -> _Template:
 
 class _ManifestWriter(ManifestWriterV2):
     def __init__(
-        self, content: ManifestContent, metadata: TableMetadata, output: OutputFile, snapshot_id: int
+        self, content: ManifestContent, metadata: TableMetadata, output: _Target, snapshot_id: int
     ) -> None:
         compression = metadata.properties.get(
             TableProperties.WRITE_AVRO_COMPRESSION, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT
         )
         super().__init__(metadata.spec(), metadata.schema(), output, snapshot_id, compression)  # type: ignore[arg-type]
         self._content = content
+        self._meta_key = (
+            str(metadata.table_uuid),
+            metadata.current_schema_id,
+            metadata.default_spec_id,
+            compression,
+            content,
+        )
 
     def content(self) -> ManifestContent:
         return self._content
 
     @property
     def _meta(self) -> dict[str, str]:
-        meta = super()._meta
-        return {**meta, "content": "deletes" if self._content == ManifestContent.DELETES else "data"}
+        """pyiceberg's header metadata (the table schema's JSON among it), built once per table schema."""
+        with _GUARD:
+            meta = _HEADER_META.get(self._meta_key)
+        if meta is None:
+            kind = "deletes" if self._content == ManifestContent.DELETES else "data"
+            meta = {**super()._meta, "content": kind}
+            with _GUARD:
+                _HEADER_META[self._meta_key] = meta
+                while len(_HEADER_META) > _MANIFESTS_MAX:
+                    _HEADER_META.popitem(last=False)
+        return meta
 
     def new_writer(self) -> AvroOutputFile[ManifestEntry]:
         template = _template(
@@ -176,7 +244,7 @@ class _ManifestWriter(ManifestWriterV2):
                 "manifest_entry",
             ),
         )
-        return _OutputFile(self._output_file, template, self._meta)
+        return _OutputFile(self._output_file, template, self._meta)  # type: ignore[arg-type]
 
 
 class _ManifestListWriter(ManifestListWriterV2):
@@ -193,7 +261,7 @@ class _ManifestListWriter(ManifestListWriterV2):
                 "manifest_file",
             ),
         )
-        self._writer = _OutputFile(self._output_file, template, self._meta)
+        self._writer = _OutputFile(self._output_file, template, self._meta)  # type: ignore[arg-type]
         self._writer.__enter__()
         return self
 
@@ -224,6 +292,9 @@ class _ManifestListWriter(ManifestListWriterV2):
         return self
 
 
+_HEADER_META: OrderedDict[tuple[Any, ...], dict[str, str]] = (
+    OrderedDict()
+)  #: (table, schema, spec, ...) -> meta
 _ENCODED: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()  #: a manifest-list record, encoded
 _ENCODED_MAX = 65536
 
@@ -332,9 +403,9 @@ def commit(
     kinds = {ManifestContent.DATA} if data else set()
     if not _below_merge(metadata, existing, kinds | ({ManifestContent.DELETES} if deletes else set())):
         return False
-    snapshot_id = metadata.new_snapshot_id()
+    snapshot_id = ids.snapshot_id(metadata)
     sequence_number = metadata.next_sequence_number()
-    commit_uuid = uuid.uuid4()
+    commit_uuid = ids.uuid4()
     locations = table.location_provider()
     written: list[str] = []
     try:
@@ -346,7 +417,7 @@ def commit(
                 continue
             path = locations.new_metadata_location(f"{commit_uuid}-m{number}.avro")
             written.append(path)
-            with _ManifestWriter(content, metadata, table.io.new_output(path), snapshot_id) as writer:
+            with _ManifestWriter(content, metadata, _Target(table.io, path), snapshot_id) as writer:
                 for data_file in group:
                     writer.add_entry(
                         ManifestEntry.from_args(
@@ -365,7 +436,7 @@ def commit(
         )
         parent_id = parent.snapshot_id if parent is not None else None
         with _ManifestListWriter(
-            table.io.new_output(list_path),
+            _Target(table.io, list_path),  # type: ignore[arg-type]
             snapshot_id,
             parent_id,
             sequence_number,

@@ -1,0 +1,158 @@
+"""The pieces of a commit written without pyiceberg's generic code (issue 11.16) give what pyiceberg gives:
+data-file statistics (connectors/iceberg/filestats.py), Avro file headers (leancommit.header_bytes), the table
+metadata JSON (metadatajson.py) and Avro reading with cached reader trees (avroreaders.py)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import io
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.avro.encoder import BinaryEncoder
+from pyiceberg.avro.file import META_SCHEMA, AvroFileHeader
+from pyiceberg.avro.resolver import construct_writer
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import (
+    compute_statistics_plan,
+    data_file_statistics_from_parquet_metadata,
+    parquet_path_to_id_mapping,
+)
+from pyiceberg.schema import sanitize_column_names
+from pyiceberg.table import Table
+
+from lakegate.connectors.iceberg import leancommit, metadatajson
+from lakegate.connectors.iceberg.datafiles import DataFileStream
+
+ROWS = 1500  #: more than SMALL_FILE_ROWS, in three row groups of 500
+
+
+def _data(rows: int) -> pa.Table:
+    """Every type lakegate writes, with nulls, NaNs, negative values, and strings past the truncation length
+    (some ending in the highest code point, which has no successor)."""
+    n = range(rows)
+    at = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    texts = [
+        None if i % 7 == 0 else "k" * 18 + ("é" * (i % 40)) + ("\U0010ffff" * (i % 3)) + f"-{i:05d}"
+        for i in n
+    ]
+    return pa.table(
+        {
+            "i32": pa.array([None if i % 11 == 0 else i - 700 for i in n], pa.int32()),
+            "i64": pa.array([i * 10**12 - 3 for i in n], pa.int64()),
+            "f32": pa.array([float("nan") if i % 5 == 0 else i / 3 for i in n], pa.float32()),
+            "f64": pa.array([None if i % 4 == 0 else -i / 7 for i in n], pa.float64()),
+            "flag": pa.array([i % 3 == 0 for i in n]),
+            "day": pa.array([datetime.date(2020, 1, 1) + datetime.timedelta(days=i) for i in n]),
+            "clock": pa.array([datetime.time(i % 24, i % 60, 1, i) for i in n], pa.time64("us")),
+            "ts": pa.array(
+                [at.replace(tzinfo=None) + datetime.timedelta(seconds=i) for i in n], pa.timestamp("us")
+            ),
+            "tstz": pa.array([at + datetime.timedelta(minutes=i) for i in n], pa.timestamp("us", tz="UTC")),
+            "text": pa.array(texts, pa.string()),
+            "blob": pa.array([None if i % 9 == 0 else bytes([i % 256]) * (i % 30) for i in n], pa.binary()),
+            "d9": pa.array([decimal.Decimal(i - 500) / 100 for i in n], pa.decimal128(9, 2)),
+            "d18": pa.array([decimal.Decimal(i * 1000003) / 10000 for i in n], pa.decimal128(18, 4)),
+            "d38": pa.array([decimal.Decimal(i * 10**20 + 1) / 10**6 for i in n], pa.decimal128(38, 6)),
+            "ints": pa.array([[i, -i] if i % 2 else None for i in n], pa.list_(pa.int64())),
+            "empty": pa.array([None] * rows, pa.string()),
+        }
+    )
+
+
+@pytest.fixture()
+def catalog(tmp_path: Path) -> SqlCatalog:
+    catalog = SqlCatalog(
+        "files", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=(tmp_path / "warehouse").as_uri()
+    )
+    catalog.create_namespace("ns")
+    return catalog
+
+
+def _written(table: Table, data: pa.Table) -> list[Any]:
+    txn = table.transaction()
+    stream = DataFileStream(txn, table.io)
+    stream.write(data)
+    return stream.close()
+
+
+def _expected(table: Table, path: str) -> dict[str, Any]:
+    schema = sanitize_column_names(table.schema())
+    metadata = pq.read_metadata(path.removeprefix("file://"))
+    return data_file_statistics_from_parquet_metadata(
+        metadata, compute_statistics_plan(schema, table.properties), parquet_path_to_id_mapping(schema)
+    ).to_serialized_dict()
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"write.parquet.row-group-limit": "500"},
+        {
+            "write.parquet.row-group-limit": "500",
+            "write.metadata.metrics.default": "truncate(4)",
+            "write.metadata.metrics.column.i64": "none",
+            "write.metadata.metrics.column.text": "full",
+            "write.metadata.metrics.column.tstz": "counts",
+        },
+    ],
+)
+@pytest.mark.parametrize("rows", [5, ROWS])
+def test_file_statistics_are_pyiceberg_s(catalog: SqlCatalog, properties: dict[str, str], rows: int) -> None:
+    data = _data(rows)
+    table = catalog.create_table("ns.t", schema=data.schema, properties=properties)
+    (data_file,) = _written(table, data)
+    expected = _expected(table, data_file.file_path)
+    if rows == ROWS:
+        assert len(expected["split_offsets"]) == 3
+    assert expected["lower_bounds"] and expected["upper_bounds"]
+    for key, value in expected.items():
+        assert getattr(data_file, key) == value, key
+        if isinstance(value, dict):
+            assert list(getattr(data_file, key)) == list(value), f"{key}: same order"
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {},
+        {"avro.codec": "deflate"},
+        {"schema": "x" * 300, "snapshot-id": str(2**62), "é": "\U0010ffff" * 70},
+    ],
+)
+def test_avro_header_is_pyiceberg_s(meta: dict[str, str]) -> None:
+    sync = bytes(range(16))
+    out = io.BytesIO()
+    construct_writer(META_SCHEMA).write(BinaryEncoder(out), AvroFileHeader(b"Obj\x01", meta, sync))
+    assert leancommit.header_bytes(meta, sync) == out.getvalue()
+
+
+def test_metadata_json_is_pyiceberg_s(catalog: SqlCatalog) -> None:
+    data = _data(5)
+    table = catalog.create_table("ns.t", schema=data.schema, properties={"a": 'quote " "snapshots":[]'})
+    for _ in range(metadatajson.SPLICE_FROM + 2):
+        table.append(data)
+        text = table.metadata.model_dump_json()
+        assert metadatajson.dumps(table.metadata).decode("utf-8") == text
+        assert metadatajson.dumps(table.metadata).decode("utf-8") == text  # kept snapshots
+    assert len(table.metadata.snapshots) > metadatajson.SPLICE_FROM
+
+
+def test_manifests_read_with_cached_readers_are_the_same(catalog: SqlCatalog) -> None:
+    """Each read builds its reader the first time and reuses it after: the entries are the same both times,
+    and files of two tables with different schemas are each read with their own."""
+    for name, data in (("ns.a", _data(5)), ("ns.b", pa.table({"k": pa.array([1, 2], pa.int64())}))):
+        table = catalog.create_table(name, schema=data.schema)
+        table.append(data)
+        table.append(data)
+        snapshot = table.current_snapshot()
+        assert snapshot is not None
+        first = [(m, m.fetch_manifest_entry(table.io)) for m in snapshot.manifests(table.io)]
+        again = [(m, m.fetch_manifest_entry(table.io)) for m in snapshot.manifests(table.io)]
+        assert first == again and len(first) == 2
+        rows = table.scan().to_arrow()
+        assert rows.num_rows == 2 * data.num_rows and set(rows.column_names) == set(data.column_names)
