@@ -13,7 +13,7 @@ import pytest
 from pyiceberg.manifest import ManifestContent
 
 from lakegate.connectors.config import SettingsError
-from lakegate.connectors.iceberg import compaction, keyindex
+from lakegate.connectors.iceberg import compaction, keyindex, manifestcache
 from lakegate.connectors.iceberg.state import StateTable
 from lakegate.ingest.maintain import compaction_thresholds
 from tests.lakehelp import (
@@ -151,7 +151,39 @@ def test_the_compaction_settings_decide_when_the_writer_compacts(
         compact_max_delete_files=1,
         compact_small_file="1MiB",
     )
-    assert compaction_thresholds(eager.ingest) == compaction.Thresholds(every=2, max_delete_files=1, small_file=2**20)
+    assert compaction_thresholds(eager.ingest) == compaction.Thresholds(
+        every=2, max_delete_files=1, small_file=2**20
+    )
     assert _delete_files_after_updates(pg, eager, 11) <= 3
     with pytest.raises(SettingsError, match="compact_deleted_fraction = 0"):
         make_settings(pg_dsn, tmp_path, ["public.t"], compact_deleted_fraction=0)
+
+
+def test_manifest_entries_kept_in_memory_are_the_ones_in_storage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11.16: compaction and row deltas read committed manifests through manifestcache; what it returns
+    must be what pyiceberg reads, and it must stay within its bound."""
+    catalog = _catalog(tmp_path)
+    state = _create(catalog, "t", COLUMNS)
+    model = Model(COLUMNS, seed=31)
+    manifestcache.clear()
+    monkeypatch.setattr(manifestcache, "MAX_ENTRIES", 6)
+    for step in range(8):
+        state.commit(model.batch(30), {"lakegate.lsn": str(step)})
+        if step % 4 == 3:
+            assert compaction.compact(state, {"lakegate.lsn": str(step)}, EAGER)
+    table = state.table
+    for snapshot in table.snapshots():
+        for manifest in snapshot.manifests(table.io):
+            for discard in (True, False):
+                for _ in range(2):  # from storage, then (if it fits) from memory
+                    kept = manifestcache.entries(table.io, manifest, discard)
+                    read = manifest.fetch_manifest_entry(table.io, discard_deleted=discard)
+                    assert [
+                        (e.status, e.snapshot_id, e.sequence_number, e.data_file.file_path) for e in kept
+                    ] == [(e.status, e.snapshot_id, e.sequence_number, e.data_file.file_path) for e in read]
+            assert manifestcache._size <= 6 or len(manifestcache._KEPT) == 1
+    names = [c.name for c in COLUMNS]
+    _assert_same(arrow_rows(table.scan().to_arrow(), names), model.expected(), "after compactions")
+    manifestcache.clear()

@@ -28,10 +28,11 @@ import pyarrow.compute as pc
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import ArrowScan
-from pyiceberg.manifest import DataFile, ManifestContent
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from pyiceberg.table import FileScanTask
 
-from lakegate.connectors.iceberg import deletes, merge
+from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg import deletes, manifestcache, merge
 from lakegate.connectors.iceberg.references import delete_unreferenced
 from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 from lakegate.connectors.iceberg.state import StateTable, stream_rows
@@ -84,17 +85,39 @@ class _Layout:
 
 
 def _layout(state: StateTable) -> _Layout:
+    """Read from the current snapshot's manifests (kept in memory: :mod:`.manifestcache`) and its delete files.
+    A delete file applies to the data files its positions name that were committed with it or before it."""
     table = state.table
-    layout = _Layout(list(table.scan().plan_files()))
     snapshot = table.current_snapshot()
     assert snapshot is not None
+    layout = _Layout([])
+    data: list[ManifestEntry] = []
+    committed: dict[str, int] = {}  #: delete file path -> its sequence number
     for manifest in snapshot.manifests(table.io):
-        if manifest.content != ManifestContent.DELETES:
-            continue
-        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+        for entry in manifestcache.entries(table.io, manifest):
+            if manifest.content == ManifestContent.DATA:
+                data.append(entry)
+                continue
+            if entry.data_file.content != DataFileContent.POSITION_DELETES:
+                raise LakeError(
+                    f"{state.name} holds equality deletes ({entry.data_file.file_path}), which lakegate does not "
+                    "compact; compact it with the engine that wrote them"
+                )
             path = entry.data_file.file_path
             layout.delete_files[path] = entry.data_file
             layout.positions[path] = deletes.read(table.io, entry.data_file)
+            committed[path] = entry.sequence_number or 0
+    named: dict[str, list[str]] = {}  #: data file path -> delete files naming it
+    for path, rows in layout.positions.items():
+        for target in pc.unique(rows[deletes.FILE_PATH]).to_pylist():
+            named.setdefault(target, []).append(path)
+    for entry in data:
+        applying = {
+            layout.delete_files[p]
+            for p in named.get(entry.data_file.file_path, ())
+            if committed[p] >= (entry.sequence_number or 0)
+        }
+        layout.tasks.append(FileScanTask(entry.data_file, applying))
     if layout.positions:
         every = pa.concat_tables(layout.positions.values())
         counts = every.group_by(deletes.FILE_PATH, use_threads=False).aggregate([(deletes.POS, "count")])

@@ -49,7 +49,7 @@ from pyiceberg.table.update.validate import (
 )
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
-from lakegate.connectors.iceberg import leancommit
+from lakegate.connectors.iceberg import leancommit, manifestcache
 
 
 class Transaction(PyIcebergTransaction):
@@ -195,7 +195,7 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
         found = [
             entry
             for manifest in self._parent_manifests()
-            for entry in manifest.fetch_manifest_entry(self._io, discard_deleted=True)
+            for entry in self.fetch_manifest_entry(manifest, discard_deleted=True)
             if entry.data_file in self._deleted_data_files
         ]
         missing = self._deleted_data_files - {e.data_file for e in found}
@@ -214,7 +214,7 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
             if not self._deleted_data_files:
                 kept.append(manifest)
                 continue
-            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
+            entries = self.fetch_manifest_entry(manifest, discard_deleted=True)
             survivors = [e for e in entries if e.data_file not in self._deleted_data_files]
             if len(survivors) == len(entries):
                 kept.append(manifest)
@@ -229,6 +229,13 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
                         writer.existing(entry)
                 kept.append(writer.to_manifest_file())
         return kept
+
+    def fetch_manifest_entry(
+        self, manifest: ManifestFile, discard_deleted: bool = True
+    ) -> list[ManifestEntry]:
+        """Committed manifests are read once per process (see :mod:`.manifestcache`): a commit that removes files
+        reads every parent manifest twice, and the merger reads them again."""
+        return manifestcache.entries(self._io, manifest, discard_deleted)
 
     def _merge(self, manifests: list[ManifestFile]) -> list[ManifestFile]:
         """Merge small manifests as pyiceberg's merge-append does, data and delete manifests apart."""
