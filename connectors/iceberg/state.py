@@ -68,6 +68,7 @@ class StateTable:
         self._files: list[DataFile] = []  #: file number -> data file
         self._numbers: dict[str, int] = {}
         self.rebuild_seconds = 0.0
+        self._arrow: tuple[tuple[object, int], pa.Schema] | None = None
         #: files of a transaction written in parts, not committed yet (see connectors.iceberg.staging)
         self.staged: staging.StagedState | None = None
 
@@ -132,8 +133,17 @@ class StateTable:
         return ".".join(self.table.name())
 
     def _key_schema(self) -> pa.Schema:
-        arrow = self.table.schema().as_arrow()
+        arrow = self._arrow_schema()
         return pa.schema([arrow.field(k) for k in self.key])
+
+    def _arrow_schema(self) -> pa.Schema:
+        """The table's current schema in Arrow (pyiceberg converts it anew at each call: 0.1 ms, twice a commit).
+        A schema id names one schema for good within a table; a table created again has another uuid."""
+        metadata = self.table.metadata
+        key = (metadata.table_uuid, metadata.current_schema_id)
+        if self._arrow is None or self._arrow[0] != key:
+            self._arrow = (key, self.table.schema().as_arrow())
+        return self._arrow[1]
 
     def _key_dtype(self) -> np.dtype:
         exact = keyindex.exact([f.type for f in self._key_schema()])
@@ -211,7 +221,7 @@ class StateTable:
     def lookup(self, keys: pa.Table) -> pa.Table:
         """Current rows (state columns) of ``keys`` (a table of key columns); absent keys are left out. Reads only
         the row groups that hold them (the TOAST carry-over asks for a few rows of a large table)."""
-        schema = self.table.schema().as_arrow()
+        schema = self._arrow_schema()
         found = self.index.get(self._encode(keys)) if keys.num_rows else np.empty(0, np.uint64)
         numbers, positions = keyindex.unpack(np.sort(found[found != ABSENT]))
         parts = [merge.empty_table(schema)]
@@ -317,14 +327,23 @@ class StateTable:
             raise
 
     def _plan(self, changes: pa.Table) -> _Plan:
-        tail, truncated = merge.after_last_truncate(merge.sort_changes(changes))
-        latest = merge.latest_per_key(tail, self.key)
-        keys = self._encode(latest) if latest.num_rows else np.empty(0, self._key_dtype())
-        alive = np.asarray(pc.not_equal(latest[OP], "d").to_numpy(zero_copy_only=False), bool)
-        schema = self.table.schema().as_arrow()
-        live = (
-            merge.conform(latest.filter(pa.array(alive)), schema) if latest.num_rows else merge.empty_table(schema)
-        )
+        schema = self._arrow_schema()
+        keys = self._encode(changes) if _inserts_only(changes) else None
+        truncated = False
+        if keys is not None and len(np.unique(keys)) == len(keys):
+            # each key inserted once (most batches of a busy table): nothing to order or to pick per key
+            alive = np.ones(len(keys), bool)
+            live = merge.conform(changes, schema)
+        else:
+            tail, truncated = merge.after_last_truncate(merge.sort_changes(changes))
+            latest = merge.latest_per_key(tail, self.key)
+            keys = self._encode(latest) if latest.num_rows else np.empty(0, self._key_dtype())
+            alive = np.asarray(pc.not_equal(latest[OP], "d").to_numpy(zero_copy_only=False), bool)
+            live = (
+                merge.conform(latest.filter(pa.array(alive)), schema)
+                if latest.num_rows
+                else merge.empty_table(schema)
+            )
         found = np.empty(0, np.uint64) if truncated else self.index.get(keys)
         found = found[found != ABSENT]
         numbers, positions = keyindex.unpack(found)
@@ -405,6 +424,11 @@ class StateTable:
 
     def encode(self, rows: pa.Table) -> np.ndarray:
         return self._encode(rows)
+
+
+def _inserts_only(changes: pa.Table) -> bool:
+    """Whether every change of the batch is an insert (no update, delete or truncate)."""
+    return changes.num_rows > 0 and bool(pc.all(pc.equal(changes[OP], "c")).as_py())
 
 
 #: the entry of a file number whose data file left the table (keeps numbers stable, frees the DataFile)
