@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import ArrowScan
@@ -33,7 +32,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, Manif
 from pyiceberg.table import FileScanTask
 
 from lakegate.connectors.errors import LakeError
-from lakegate.connectors.iceberg import deletes, manifestcache, merge
+from lakegate.connectors.iceberg import deletes, filereads, manifestcache, merge
 from lakegate.connectors.iceberg.references import delete_unreferenced
 from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 from lakegate.connectors.iceberg.state import StateTable, stream_rows
@@ -184,55 +183,26 @@ def _plan_deletes(layout: _Layout, kept_paths: set[str], limits: Thresholds) -> 
 
 
 def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) -> pa.Table:
-    """The live rows of ``tasks``' data files, in the table's columns. A file written with the table's current
-    schema is read with pyarrow, its deleted positions (known from the layout) dropped; the others (written
-    before a schema change) through pyiceberg's scan, which maps their columns by field id. pyiceberg's scan
-    costs about 2 ms of Python per file, most of a small table's compaction (issue 11.16)."""
+    """The live rows of ``tasks``' data files, in the table's columns: read with pyarrow when written with the
+    table's current columns, their deleted positions known from the layout (:func:`filereads.read_current`),
+    through pyiceberg's scan otherwise."""
     table = state.table
-    schema = table.schema()
-    target = schema.as_arrow()
-    current = [(f.field_id, f.name) for f in schema.fields]
+    target = table.schema().as_arrow()
     parts: list[pa.Table] = [merge.empty_table(target)]
     others: list[FileScanTask] = []
     for task in tasks:
-        with table.io.new_input(task.file.file_path).open() as stream:
-            parquet = pq.ParquetFile(stream)  # type: ignore[arg-type]
-            rows = _as_table(parquet, current, target)
-            if rows is None:
-                others.append(task)
-                continue
-        gone = [
-            deletes.for_file(layout.positions[d.file_path], task.file.file_path) for d in task.delete_files
-        ]
-        if gone:
-            hidden = np.concatenate([g.to_numpy() for g in gone])
-            rows = rows.filter(pa.array(~np.isin(np.arange(rows.num_rows), hidden)))
-        parts.append(rows)
+        path = task.file.file_path
+        gone = [deletes.for_file(layout.positions[d.file_path], path).to_numpy() for d in task.delete_files]
+        deleted = np.concatenate(gone) if gone else np.empty(0, np.int64)
+        rows = filereads.read_current(table, task.file, deleted)
+        if rows is None:
+            others.append(task)
+        else:
+            parts.append(rows)
     if others:
-        scan = ArrowScan(table.metadata, table.io, schema, AlwaysTrue())
+        scan = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue())
         parts.append(merge.conform(scan.to_table(others), target))
     return pa.concat_tables(parts)
-
-
-def _as_table(parquet: pq.ParquetFile, current: list[tuple[int, str]], target: pa.Schema) -> pa.Table | None:
-    """The file's rows in ``target``'s columns, or None when its columns are not the table's current ones (by
-    field id and name, and of the same types but for string and binary offsets widths)."""
-    fields = list(parquet.schema_arrow)
-    ids = [int((f.metadata or {}).get(b"PARQUET:field_id", b"-1")) for f in fields]
-    if list(zip(ids, [f.name for f in fields], strict=True)) != current:
-        return None
-    if any(not _same_type(f.type, t.type) for f, t in zip(fields, target, strict=True)):
-        return None
-    data = parquet.read()
-    columns = [c if c.type == t.type else c.cast(t.type) for c, t in zip(data.columns, target, strict=True)]
-    return pa.Table.from_arrays(columns, schema=target)
-
-
-_WIDTHS = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
-
-
-def _same_type(found: pa.DataType, wanted: pa.DataType) -> bool:
-    return found == wanted or _WIDTHS.get(found) == wanted or _WIDTHS.get(wanted) == found
 
 
 def compact(

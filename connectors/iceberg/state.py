@@ -19,14 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import OP
 from lakegate.connectors.errors import CommitConflict, LakeError
-from lakegate.connectors.iceberg import deletes, keyindex, merge, staging
+from lakegate.connectors.iceberg import deletes, filereads, keyindex, merge, staging
 from lakegate.connectors.iceberg.commits import guard_statistics
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
@@ -170,7 +169,7 @@ class StateTable:
                     positions = positions[~np.isin(positions, np.concatenate(hidden))]
                 if len(positions) == 0:
                     continue
-                rows = self._read_keys(task.file).take(pa.array(positions))
+                rows = filereads.read_keys(self.table, task.file, self.key).take(pa.array(positions))
                 keys.append(self._encode(rows))
                 locations.append(keyindex.pack(self._number(task.file), positions))
         try:
@@ -195,29 +194,6 @@ class StateTable:
             cache[delete_file.file_path] = deletes.read(self.table.io, delete_file)
         return deletes.for_file(cache[delete_file.file_path], data_path).to_numpy()
 
-    def _read_keys(self, data_file: DataFile) -> pa.Table:
-        """The key columns of a data file."""
-        with self.table.io.new_input(data_file.file_path).open() as stream:
-            parquet = pq.ParquetFile(stream)  # type: ignore[arg-type]
-            names = self._file_names(parquet, data_file)
-            missing = [k for k in self.key if k not in names]
-            if missing:
-                raise LakeError(
-                    f"data file {data_file.file_path} of {self.name} lacks key column(s) {missing}"
-                )
-            table = parquet.read(columns=[names[k] for k in self.key])
-        return pa.table(table.columns, names=list(self.key))
-
-    def _file_names(self, parquet: pq.ParquetFile, data_file: DataFile) -> dict[str, str]:
-        """Table column -> its name in a data file, matched by field id (a renamed column keeps its id)."""
-        ids = {field.field_id: field.name for field in self.table.schema().fields}
-        names = {}
-        for field in parquet.schema_arrow:
-            field_id = int((field.metadata or {}).get(b"PARQUET:field_id", b"-1"))
-            if field_id in ids:
-                names[ids[field_id]] = field.name
-        return names
-
     def lookup(self, keys: pa.Table) -> pa.Table:
         """Current rows (state columns) of ``keys`` (a table of key columns); absent keys are left out. Reads only
         the row groups that hold them (the TOAST carry-over asks for a few rows of a large table)."""
@@ -226,23 +202,9 @@ class StateTable:
         numbers, positions = keyindex.unpack(np.sort(found[found != ABSENT]))
         parts = [merge.empty_table(schema)]
         for number in np.unique(numbers):
-            rows = self._read_rows(self._files[number], positions[numbers == number])
+            rows = filereads.read_rows(self.table, self._files[number], positions[numbers == number])
             parts.append(merge.conform(rows, schema))
         return pa.concat_tables(parts)
-
-    def _read_rows(self, data_file: DataFile, positions: np.ndarray) -> pa.Table:
-        with self.table.io.new_input(data_file.file_path).open() as stream:
-            parquet = pq.ParquetFile(stream)  # type: ignore[arg-type]
-            sizes = [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)]
-            starts = np.concatenate([[0], np.cumsum(sizes)])
-            groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
-            table = parquet.read_row_groups(groups.tolist())
-            names = self._file_names(parquet, data_file)
-        offsets = np.concatenate([[0], np.cumsum([sizes[g] for g in groups])])
-        group_of = np.searchsorted(groups, np.searchsorted(starts, positions, side="right") - 1)
-        local = positions - starts[groups[group_of]] + offsets[group_of]
-        picked = table.take(pa.array(local))
-        return pa.table([picked[name] for name in names.values()], names=list(names))
 
     # --------------------------------------------------------------------------------------------- commits
 
