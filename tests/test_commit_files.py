@@ -1,5 +1,5 @@
 """The pieces of a commit written without pyiceberg's generic code (issue 11.16) give what pyiceberg gives:
-data-file statistics (connectors/iceberg/filestats.py), Avro file headers (leancommit.header_bytes), the table
+data-file statistics (connectors/iceberg/filestats.py), Avro file headers (manifestfiles.header_bytes), the table
 metadata JSON (metadatajson.py) and Avro reading with cached reader trees (avroreaders.py)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.schema import sanitize_column_names
 from pyiceberg.table import Table
 
-from lakegate.connectors.iceberg import leancommit, metadatajson
+from lakegate.connectors.iceberg import manifestfiles, metadatajson
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 
 ROWS = 1500  #: more than SMALL_FILE_ROWS, in three row groups of 500
@@ -128,7 +128,7 @@ def test_avro_header_is_pyiceberg_s(meta: dict[str, str]) -> None:
     sync = bytes(range(16))
     out = io.BytesIO()
     construct_writer(META_SCHEMA).write(BinaryEncoder(out), AvroFileHeader(b"Obj\x01", meta, sync))
-    assert leancommit.header_bytes(meta, sync) == out.getvalue()
+    assert manifestfiles.header_bytes(meta, sync) == out.getvalue()
 
 
 def test_metadata_json_is_pyiceberg_s(catalog: SqlCatalog) -> None:

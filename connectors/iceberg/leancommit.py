@@ -17,21 +17,17 @@ the snapshots a table keeps). ``python -m bench.commits --compare`` prints the w
 What is written by hand is only the plumbing; the files are pyiceberg's:
 
 - manifests and manifest lists are written by pyiceberg's own ``ManifestWriterV2`` / ``ManifestListWriterV2``
-  (entry counts, sequence-number inheritance, partition summaries, ``min_sequence_number``) through its own
-  ``AvroOutputFile``; only the Avro writer tree and the header's schema JSON are built once per process (they
-  depend on the format version and the partition type only; lakegate's tables are unpartitioned) instead of per
-  file;
-- the snapshot summary is pyiceberg's (``SnapshotSummaryCollector`` + ``update_snapshot_summaries``, with
-  lakegate's stamp properties), the snapshot id and sequence number come from the table metadata as pyiceberg's
-  producer takes them, and the new metadata is built by pyiceberg's update functions from the same two updates a
-  producer emits (``AddSnapshotUpdate``, ``SetSnapshotRefUpdate`` on ``main``, required to still point at the
-  parent): snapshot log, ``last-sequence-number``, refs and metadata log are pyiceberg's own doing;
+  (entry counts, sequence-number inheritance, partition summaries, ``min_sequence_number``), without what they
+  redo for every file (:mod:`.manifestfiles`);
+- the snapshot summary is pyiceberg's (``SnapshotSummaryCollector``, with lakegate's stamp properties, and the
+  totals carried from the parent by ``update_snapshot_summaries``' rule, applied on plain dicts), the snapshot
+  id and sequence number come from the table metadata as pyiceberg's producer takes them, and the new metadata
+  is built by pyiceberg's update functions from the same two updates a producer emits (``AddSnapshotUpdate``,
+  ``SetSnapshotRefUpdate`` on ``main``, required to still point at the parent): snapshot log,
+  ``last-sequence-number``, refs and metadata log are pyiceberg's own doing;
 - the parent's manifest list is not read back: the list this process last wrote for a table is kept in memory
   (keyed by its path, which names one snapshot), and read from the lake only when another writer made the parent.
-- each Avro file is encoded in memory and written in one piece (:mod:`.localfiles`: no pyiceberg file set-up per
-  file), its header encoded directly (:func:`header_bytes`, the bytes pyiceberg's generic writer produces) with
-  the table-schema metadata built once per schema, and snapshot ids, file names and sync markers drawn from
-  :mod:`.ids` rather than ``os.urandom``.
+- snapshot ids and file names are drawn from :mod:`.ids` rather than ``os.urandom``.
 
 It relies on: format version 2, an unpartitioned default spec, nothing but added files (a commit that removes
 files, such as a compaction or a truncate, goes through pyiceberg), manifests below the merge threshold (once a
@@ -45,43 +41,44 @@ commits through pyiceberg. It leans on pyiceberg 0.12 internals (pinned in pypro
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
-from pyiceberg.avro.encoder import BinaryEncoder
-from pyiceberg.avro.file import (
-    _SCHEMA_KEY,
-    AVRO_CODEC_KEY,
-    CODEC_MAPPING_ICEBERG_TO_AVRO,
-    MAGIC,
-    AvroOutputFile,
-)
-from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
-    DEFAULT_READ_VERSION,
-    MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
     DataFileContent,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    ManifestListWriterV2,
-    ManifestWriterV2,
 )
 from pyiceberg.table import TableProperties, Transaction
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import (
+    ADDED_DATA_FILES,
+    ADDED_DELETE_FILES,
+    ADDED_EQUALITY_DELETES,
+    ADDED_FILE_SIZE,
+    ADDED_POSITION_DELETES,
+    ADDED_RECORDS,
+    DELETED_DATA_FILES,
+    DELETED_RECORDS,
+    REMOVED_DELETE_FILES,
+    REMOVED_EQUALITY_DELETES,
+    REMOVED_FILE_SIZE,
+    REMOVED_POSITION_DELETES,
+    TOTAL_DATA_FILES,
+    TOTAL_DELETE_FILES,
+    TOTAL_EQUALITY_DELETES,
+    TOTAL_FILE_SIZE,
+    TOTAL_POSITION_DELETES,
+    TOTAL_RECORDS,
     Operation,
     Snapshot,
     SnapshotSummaryCollector,
     Summary,
-    update_snapshot_summaries,
 )
 from pyiceberg.table.update import (
     AddSnapshotUpdate,
@@ -90,220 +87,13 @@ from pyiceberg.table.update import (
     SetSnapshotRefUpdate,
 )
 from pyiceberg.utils.properties import property_as_bool, property_as_int
-from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-from lakegate.connectors.iceberg import flushcatalog, ids, localfiles
+from lakegate.connectors.iceberg import flushcatalog, ids, manifestfiles
 
 _MANIFESTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()  #: manifest list path -> its entries
 _MANIFESTS_MAX = 4096  #: two per table: a worker's tables, a few times over
 _GUARD = threading.Lock()
 ENABLED = True  #: False: every commit goes through pyiceberg (``bench.commits --compare`` measures both)
-
-
-# ----------------------------------------------------------------------------------------- Avro, cached
-
-
-class _Template:
-    """What pyiceberg's ``AvroOutputFile`` builds per file that depends only on the schemas."""
-
-    def __init__(self, file_schema: Any, record_schema: Any, schema_name: str) -> None:
-        probe = AvroOutputFile[Any](
-            output_file=None,  # type: ignore[arg-type]
-            file_schema=file_schema,
-            schema_name=schema_name,
-            record_schema=record_schema,
-        )
-        self.file_schema, self.schema_name, self.writer = file_schema, schema_name, probe.writer
-        self.schema_json = json.dumps(
-            AvroSchemaConversion().iceberg_to_avro(file_schema, schema_name=schema_name)
-        )
-
-
-_TEMPLATES: dict[str, _Template] = {}
-
-
-class _Target:
-    """What pyiceberg's manifest writers need of an output file: where it goes and, once written, its length
-    (pyiceberg asks the file system for it). The bytes are written by :class:`_OutputFile`."""
-
-    def __init__(self, io: FileIO, location: str) -> None:
-        self.io, self.location, self.length = io, location, 0
-
-    def __len__(self) -> int:
-        return self.length
-
-
-class _OutputFile(AvroOutputFile[Any]):
-    """``AvroOutputFile`` with the writer tree and the header's schema JSON of a :class:`_Template`, encoded in
-    memory and written to its :class:`_Target` in one piece when it closes (nothing when the writing failed)."""
-
-    def __init__(self, output_file: _Target, template: _Template, metadata: dict[str, str]) -> None:
-        self.output_file = output_file  # type: ignore[assignment]
-        self.file_schema = template.file_schema
-        self.schema_name = template.schema_name
-        self.sync_bytes = ids.random_bytes(16)  # a block separator, not a secret
-        self.writer = template.writer
-        self.metadata = metadata
-        self._template = template
-
-    def __enter__(self) -> _OutputFile:
-        self.output_stream = io.BytesIO()  # type: ignore[assignment]
-        self.encoder = BinaryEncoder(self.output_stream)
-        self._write_header()
-        return self
-
-    def __exit__(self, exctype: type[BaseException] | None, *rest: object) -> None:
-        if exctype is not None:
-            return
-        data = self.output_stream.getvalue()  # type: ignore[attr-defined]
-        target: _Target = self.output_file  # type: ignore[assignment]
-        localfiles.write(target.io, target.location, data, overwrite=True)  # as AvroOutputFile
-        target.length = len(data)
-
-    def _write_header(self) -> None:  # as pyiceberg's, minus the schema conversion and the generic writer
-        codec = self.metadata.get(AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
-        codec = CODEC_MAPPING_ICEBERG_TO_AVRO.get(codec) or codec
-        meta = {**self.metadata, _SCHEMA_KEY: self._template.schema_json, AVRO_CODEC_KEY: codec}
-        self.encoder.write(header_bytes(meta, self.sync_bytes))
-
-
-def header_bytes(meta: dict[str, str], sync: bytes) -> bytes:
-    """An Avro object container file's header (magic, metadata map, sync marker), as pyiceberg's writer encodes
-    it through its generic writer tree (``META_SCHEMA``)."""
-    out = bytearray(MAGIC)
-    out += _zigzag(len(meta))
-    for key, value in meta.items():
-        for text in (key, value):
-            raw = text.encode("utf-8")
-            out += _zigzag(len(raw))
-            out += raw
-    if meta:
-        out += b"\x00"
-    out += sync
-    return bytes(out)
-
-
-def _zigzag(value: int) -> bytes:
-    """An Avro ``long``: zigzag, then little-endian base-128 groups."""
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _template(key: str, build: Any) -> _Template:
-    template = _TEMPLATES.get(key)
-    if template is None:
-        template = _TEMPLATES[key] = build()
-    return template
-
-
-class _ManifestWriter(ManifestWriterV2):
-    def __init__(
-        self, content: ManifestContent, metadata: TableMetadata, output: _Target, snapshot_id: int
-    ) -> None:
-        compression = metadata.properties.get(
-            TableProperties.WRITE_AVRO_COMPRESSION, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT
-        )
-        super().__init__(metadata.spec(), metadata.schema(), output, snapshot_id, compression)  # type: ignore[arg-type]
-        self._content = content
-        self._meta_key = (
-            str(metadata.table_uuid),
-            metadata.current_schema_id,
-            metadata.default_spec_id,
-            compression,
-            content,
-        )
-
-    def content(self) -> ManifestContent:
-        return self._content
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        """pyiceberg's header metadata (the table schema's JSON among it), built once per table schema."""
-        with _GUARD:
-            meta = _HEADER_META.get(self._meta_key)
-        if meta is None:
-            kind = "deletes" if self._content == ManifestContent.DELETES else "data"
-            meta = {**super()._meta, "content": kind}
-            with _GUARD:
-                _HEADER_META[self._meta_key] = meta
-                while len(_HEADER_META) > _MANIFESTS_MAX:
-                    _HEADER_META.popitem(last=False)
-        return meta
-
-    def new_writer(self) -> AvroOutputFile[ManifestEntry]:
-        template = _template(
-            "manifest-v2-unpartitioned",
-            lambda: _Template(
-                self._with_partition(self.version),
-                self._with_partition(DEFAULT_READ_VERSION),
-                "manifest_entry",
-            ),
-        )
-        return _OutputFile(self._output_file, template, self._meta)  # type: ignore[arg-type]
-
-
-class _ManifestListWriter(ManifestListWriterV2):
-    """pyiceberg's v2 manifest-list writer; each manifest's record is encoded once per process (a table's list
-    is rewritten at every commit, with up to ``min-count-to-merge`` manifests of each kind that did not change:
-    pyiceberg's pure-Python encoder spent about 0.1 ms on each of them)."""
-
-    def __enter__(self) -> _ManifestListWriter:
-        template = _template(
-            "manifest-list-v2",
-            lambda: _Template(
-                MANIFEST_LIST_FILE_SCHEMAS[2],
-                MANIFEST_LIST_FILE_SCHEMAS[DEFAULT_READ_VERSION],
-                "manifest_file",
-            ),
-        )
-        self._writer = _OutputFile(self._output_file, template, self._meta)  # type: ignore[arg-type]
-        self._writer.__enter__()
-        return self
-
-    def add_manifests(self, manifest_files: list[ManifestFile]) -> _ManifestListWriter:
-        out = self._writer
-        payload = io.BytesIO()
-        encoder = BinaryEncoder(payload)
-        for manifest in manifest_files:
-            prepared = self.prepare_manifest(manifest)
-            key = (prepared.manifest_path, prepared.sequence_number, prepared.min_sequence_number)
-            with _GUARD:
-                encoded = _ENCODED.get(key)
-            if encoded is None:
-                start = payload.tell()
-                out.writer.write(encoder, prepared)
-                _remember_encoded(key, payload.getvalue()[start:])
-            else:
-                payload.write(encoded)
-        # AvroOutputFile.write_block with the records already encoded: count, (compressed) size, bytes, sync
-        block = payload.getvalue()
-        out.encoder.write_int(len(manifest_files))
-        codec = out.compression_codec()
-        if codec:
-            block, _ = codec.compress(block)
-        out.encoder.write_int(len(block))
-        out.encoder.write(block)
-        out.encoder.write(out.sync_bytes)
-        return self
-
-
-_HEADER_META: OrderedDict[tuple[Any, ...], dict[str, str]] = (
-    OrderedDict()
-)  #: (table, schema, spec, ...) -> meta
-_ENCODED: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()  #: a manifest-list record, encoded
-_ENCODED_MAX = 65536
-
-
-def _remember_encoded(key: tuple[str, int, int], encoded: bytes) -> None:
-    with _GUARD:
-        _ENCODED[key] = encoded
-        while len(_ENCODED) > _ENCODED_MAX:
-            _ENCODED.popitem(last=False)
 
 
 # -------------------------------------------------------------------------------------------- the commit
@@ -417,7 +207,9 @@ def commit(
                 continue
             path = locations.new_metadata_location(f"{commit_uuid}-m{number}.avro")
             written.append(path)
-            with _ManifestWriter(content, metadata, _Target(table.io, path), snapshot_id) as writer:
+            with manifestfiles.ManifestWriter(
+                content, metadata, manifestfiles.Target(table.io, path), snapshot_id
+            ) as writer:
                 for data_file in group:
                     writer.add_entry(
                         ManifestEntry.from_args(
@@ -435,8 +227,8 @@ def commit(
             TableProperties.WRITE_AVRO_COMPRESSION, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT
         )
         parent_id = parent.snapshot_id if parent is not None else None
-        with _ManifestListWriter(
-            _Target(table.io, list_path),  # type: ignore[arg-type]
+        with manifestfiles.ManifestListWriter(
+            manifestfiles.Target(table.io, list_path),  # type: ignore[arg-type]
             snapshot_id,
             parent_id,
             sequence_number,
@@ -471,7 +263,7 @@ def commit(
                 table.io.delete(path)
         raise
     # what the manifest list holds, as a reader of it gets it back (sequence numbers assigned)
-    _remember(list_path, tuple(list_writer.prepare_manifest(m) for m in (*manifests, *existing)))
+    _remember(list_path, tuple(list_writer.prepared))
     return True
 
 
@@ -493,7 +285,38 @@ def _summary(
     schema, spec = metadata.schema(), metadata.spec()
     for data_file in files:
         collector.add_file(data_file=data_file, partition_spec=spec, schema=schema)
-    return update_snapshot_summaries(
-        summary=Summary(operation=operation, **collector.build(), **properties),
-        previous_summary=parent.summary if parent is not None else None,
-    )
+    return Summary(operation=operation, **_totals(collector.build(), properties, parent))
+
+
+_TOTALS = (  # (total, added, removed), in the order pyiceberg's update_snapshot_summaries sets them
+    (TOTAL_DATA_FILES, ADDED_DATA_FILES, DELETED_DATA_FILES),
+    (TOTAL_DELETE_FILES, ADDED_DELETE_FILES, REMOVED_DELETE_FILES),
+    (TOTAL_RECORDS, ADDED_RECORDS, DELETED_RECORDS),
+    (TOTAL_FILE_SIZE, ADDED_FILE_SIZE, REMOVED_FILE_SIZE),
+    (TOTAL_POSITION_DELETES, ADDED_POSITION_DELETES, REMOVED_POSITION_DELETES),
+    (TOTAL_EQUALITY_DELETES, ADDED_EQUALITY_DELETES, REMOVED_EQUALITY_DELETES),
+)
+
+
+def _totals(added: dict[str, str], properties: dict[str, str], parent: Snapshot | None) -> dict[str, str]:
+    """pyiceberg's ``update_snapshot_summaries`` on plain dicts (its ``Summary`` mapping answers each lookup
+    through a pydantic model): the summary's properties, then each total carried from the parent's."""
+    summary = {**added, **properties}
+    previous = parent.summary.additional_properties if parent is not None and parent.summary else None
+    if not previous:
+        previous = {total: "0" for total, _, _ in _TOTALS}
+    for total, plus, minus in _TOTALS:
+        if previous_total := previous.get(total):
+            try:
+                new_total = int(previous_total)
+                if new_total >= 0 and (count := summary.get(plus)):
+                    new_total += int(count)
+                if new_total >= 0 and (count := summary.get(minus)):
+                    new_total -= int(count)
+            except ValueError as exc:
+                raise ValueError(
+                    f"Could not parse summary property {total} to an int: {previous_total}"
+                ) from exc
+            if new_total >= 0:
+                summary[total] = str(new_total)
+    return summary
