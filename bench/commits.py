@@ -78,11 +78,11 @@ def tables(root: Path, n: int) -> list[LakeTable]:
     return made
 
 
-POOL = concurrent.futures.ThreadPoolExecutor(4)
+POOLS: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
 
 
 def flush(lake: list[LakeTable], lsn: int, threads: int = 4, together: bool = True) -> None:
-    """As the worker's committer writes a flush: tables side by side, four at a time; ``together``: in one
+    """As the worker's committer writes a flush: tables side by side, ``threads`` at a time; ``together``: in one
     catalog transaction."""
     if together:
         with flushcatalog.flush(lake[0].catalog):
@@ -92,7 +92,10 @@ def flush(lake: list[LakeTable], lsn: int, threads: int = 4, together: bool = Tr
         for t in lake:
             t.append(_rows(lsn * ROWS, lsn), Position(lsn, ROWS))
         return
-    futures = [POOL.submit(t.append, _rows(lsn * ROWS, lsn), Position(lsn, ROWS)) for t in lake]
+    if threads not in POOLS:
+        POOLS[threads] = concurrent.futures.ThreadPoolExecutor(threads)
+    pool = POOLS[threads]
+    futures = [pool.submit(t.append, _rows(lsn * ROWS, lsn), Position(lsn, ROWS)) for t in lake]
     for future in futures:
         future.result()
 
@@ -106,7 +109,12 @@ def main() -> None:
     parser.add_argument(
         "--history", type=int, default=0, help="flushes before measuring (snapshots per table)"
     )
-    parser.add_argument("--threads", type=int, default=4, help="1: one table after another (for --profile)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=4,
+        help="tables committed at once (the worker: 4); 1: one after another (for --profile)",
+    )
     parser.add_argument("--per-table", action="store_true", help="one catalog transaction per table commit")
     parser.add_argument("--profile", help="write a cProfile of the measured flushes here")
     parser.add_argument("--compare", action="store_true", help="alternate lean and pyiceberg commits")
