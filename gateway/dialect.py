@@ -43,6 +43,8 @@ REFUSED: dict[str, str] = {
     "timestrtotime": "to_timestamp() with PostgreSQL's patterns",
     "tonumber": "to_number() with PostgreSQL's patterns",
     "to_number": "to_number() with PostgreSQL's patterns",
+    "jsonobjectagg": "json_object_agg() (DuckDB writes numbers through a double, without PostgreSQL's spacing)",
+    "jsonbobjectagg": "jsonb_object_agg() (DuckDB writes numbers through a double, without PostgreSQL's spacing)",
 }
 
 
@@ -69,6 +71,7 @@ def rules() -> list[Rule]:
         dialect_collation,
         dialect_formats,
         dialect_json,
+        dialect_jsontext,
         dialect_numbers,
         dialect_opaque,
         dialect_patterns,
@@ -79,6 +82,7 @@ def rules() -> list[Rule]:
 
     return [
         *dialect_opaque.RULES,
+        *dialect_jsontext.FIRST,
         *dialect_collation.RULES,
         *dialect_zones.RULES,
         *dialect_formats.RULES,

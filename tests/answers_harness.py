@@ -14,7 +14,6 @@ suite fails).
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import re
 from collections import Counter
@@ -97,8 +96,8 @@ def canon(value: Any, pg_type: str = "") -> Any:
     microseconds)."""
     if value is None or isinstance(value, bool):
         return value
-    if pg_type in ("json", "jsonb"):  # decoded (psycopg decodes, from_gateway parses)
-        return ("json", canon(value))
+    if pg_type in ("json", "jsonb"):  # the text: PostgreSQL's exact numbers, key order and spacing
+        return ("json", value)
     if isinstance(value, int | Decimal):
         return (
             ("num", str(Decimal(value).normalize() + 0))
@@ -227,10 +226,13 @@ def iso_interval(text: str) -> tuple[str, int, int, int] | None:
 
 def infinities(conn: psycopg.Connection) -> None:
     """Let psycopg read PostgreSQL's infinite dates and timestamps (as the strings 'infinity', '-infinity'),
-    intervals as ISO 8601 text and times as text."""
+    intervals as ISO 8601 text, times as text and json/jsonb as their text (compared exactly: a number's
+    digits, jsonb's key order and spacing are part of the answer)."""
     conn.execute("SET intervalstyle = iso_8601")
     conn.adapters.register_loader("interval", _Text)
     conn.adapters.register_loader("time", _Text)
+    conn.adapters.register_loader("json", _Text)
+    conn.adapters.register_loader("jsonb", _Text)
     conn.adapters.register_loader("date", _InfDate)
     conn.adapters.register_loader("timestamp", _InfTimestamp)
     conn.adapters.register_loader("timestamptz", _InfTimestamptz)
@@ -263,22 +265,10 @@ def from_gateway(client: httpx.Client, sql: str, zone: str | None = None) -> Ans
     table = pa.ipc.open_stream(response.content).read_all()
     types = [(f.metadata or {}).get(b"lakegate.pg_type", b"?").decode() for f in table.schema]
     columns = [_float_text(_values(table.column(i)), t) for i, t in enumerate(types)]
-    columns = [
-        [_json(v) for v in c] if t in ("json", "jsonb") else c for c, t in zip(columns, types, strict=True)
-    ]
     rows = list(zip(*columns, strict=True)) if columns else [() for _ in range(table.num_rows)]
     return Answer(
         [tuple(canon(v, t) for v, t in zip(r, types, strict=True)) for r in rows], types, table.schema.names
     )
-
-
-def _json(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return ("not json", value)
 
 
 #: columns every lake state table has besides the source's (the public contract: ``SELECT *`` shows them)

@@ -28,7 +28,7 @@ from tests.answers_harness import (
 from tests.gateway_fixtures.harness import database, gateway_settings, live_server
 from tests.lakehelp import running_worker, wait_caught_up
 
-TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words"}
+TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words", "jnums"}
 FAST = sorted(p.name for p in CORPUS.glob("*.sql") if p.name not in ("data.sql", "tpch.sql", "federated.sql"))
 
 

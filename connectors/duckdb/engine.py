@@ -45,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from lakegate.connectors.duckdb import pgerrors, pgmacros
+from lakegate.connectors.duckdb import pgerrors, pgjson, pgmacros
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -151,6 +151,7 @@ class DuckDBEngine:
             con.execute("SET TimeZone = 'UTC'")  # as in the PostgreSQL sessions (needs ICU, so after connect)
             load_extensions(con)
             pgmacros.register(con)
+            pgjson.register(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)

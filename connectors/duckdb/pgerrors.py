@@ -110,12 +110,25 @@ _RULES: list[Rule] = [
         re.compile(r'invalid (date|timestamp) field format: "(.*?)"'),
         lambda m: _invalid_input(m.group(1), m.group(2)),
     ),
+    (re.compile(r"cannot extract elements from (?:an object|a scalar)"), lambda m: ("22023", m.group(0))),
+    (re.compile(r"cannot cast jsonb \w+ to type \w+"), lambda m: ("22023", m.group(0))),
+    (
+        re.compile(r"cannot call json(?:b)?_object_keys on (?:an array|a scalar)"),
+        lambda m: ("22023", m.group(0)),
+    ),
+    (
+        re.compile(r"invalid input syntax for type json: .*", re.DOTALL),
+        lambda m: ("22P02", m.group(0).split("\n")[0]),
+    ),
     (re.compile(r"cannot take logarithm of (zero|a negative number)"), lambda m: ("2201E", m.group(0))),
     (re.compile(r"cannot take square root of a negative number"), lambda m: ("2201F", m.group(0))),
 ]
 
 
-_UDF = re.compile(r"Python exception occurred while executing the UDF: NumericError: (.*)", re.DOTALL)
+_UDF = re.compile(
+    r"Python exception occurred while executing the UDF: (?:NumericError|JsonError): (.*?)(?:\n\nAt:.*)?$",
+    re.DOTALL,
+)
 
 
 def own_error(message: str) -> str | None:

@@ -78,3 +78,15 @@ INSERT INTO words SELECT i, x, x, x FROM unnest(ARRAY[
  'ä', 'ß', 'ss', 'SS', 'Ab', 'aB', '', NULL, 'ﬁ', 'fi', 'Å', 'Å', 'å', 'ǅ', '😀', 'ø', 'o', 'œ', 'oe', 'co-op',
  'coop', 'co op', 'Ω', 'ω', '~', '!', 'a''b', 'a.b', 'résumé', 'resume', 'Resume', 'naïve', 'naive'
 ]) WITH ORDINALITY AS v(x, i);
+
+-- json numbers a double cannot hold: beyond int64 and uint64, more digits than 17, exponents beyond a double,
+-- negative zero, trailing zeros (json keeps the text as written, jsonb as PostgreSQL's numeric prints it)
+CREATE TABLE jnums (id int PRIMARY KEY, j json, jb jsonb);
+INSERT INTO jnums SELECT i, x::json, x::jsonb FROM unnest(ARRAY[
+ '{"a": 12345678901234567890.123, "b": [1.50, 2]}', '{"a": 123456789012345678901234567890, "b": []}',
+ '{"a": 1e400, "b": [1E-5]}', '{"a": -0, "b": [-0.0]}', '{"a": 1.0, "b": [1, 1.0, 10e-1]}',
+ '[9223372036854775808, -9223372036854775809, 0.1, 1.5e2]', '{"a": 18446744073709551616, "b": {"x": 2.50}}',
+ '{"a": 3.14159265358979323846264338327950288, "b": [{"c": 0.30000000000000004441}]}', NULL,
+ '{"a": 1, "b": [1e0, 100E-2]}', '{"b": 1,   "a": "1.50",  "aa": [1.50]}', '12345678901234567890.5',
+ '{"s": "tab\there \"q\" \\ \u00e9 \u001f \/", "k": {"é": 1, "z": [true, false, null], "ab": 3, "z": 4}}'
+]) WITH ORDINALITY AS v(x, i);

@@ -29,3 +29,4 @@ SELECT * FROM {pg:nums} n JOIN {lake:one} o ON true
 SELECT n.* FROM {pg:times} n JOIN {lake:one} o ON true
 SELECT m.* FROM {pg:misc} m JOIN {lake:one} o ON true
 SELECT s.id FROM {pg:strs} s JOIN {lake:one} o ON true WHERE s.c IN ('ab', '', 'é  ') OR s.c = 'fox'
+SELECT p.id, p.jb->'a', l.jb->'b', p.jb->'a' = l.jb->'a' FROM {pg:jnums} p JOIN {lake:jnums} l ON l.id = p.id ORDER BY 1
