@@ -71,6 +71,7 @@ def rules() -> list[Rule]:
         dialect_collation,
         dialect_formats,
         dialect_json,
+        dialect_jsonbuild,
         dialect_jsontext,
         dialect_numbers,
         dialect_opaque,
@@ -90,6 +91,7 @@ def rules() -> list[Rule]:
         *dialect_text.RULES,
         *dialect_values.RULES,
         *dialect_json.RULES,
+        *dialect_jsonbuild.RULES,
         *dialect_patterns.RULES,
     ]
 

@@ -253,6 +253,67 @@ def typeof(doc: str) -> str:
     return _TYPES[parse(doc)[0]]
 
 
+def each(doc: str, mode: str) -> list[dict[str, str | None]]:
+    """``json(b)_each(_text)``: (key, value) of each member, PostgreSQL's error for anything else."""
+    node = parse(doc)
+    if node[0] != "o":
+        if mode.startswith("jsonb"):
+            name = "jsonb_each_text" if mode.endswith("_text") else "jsonb_each"
+            raise JsonError(f"cannot call {name} on a non-object")
+        raise JsonError("cannot deconstruct " + ("an array as an object" if node[0] == "a" else "a scalar"))
+    return [{"key": k, "value": output(v, doc, mode)} for k, v in pairs(node, mode.startswith("jsonb"))]
+
+
+def _fragment(kind: str, value: str | None) -> Node:
+    """An SQL value as a json node: s text, n a number's text, b a boolean's, j json text, J jsonb text."""
+    if value is None:
+        return ("z", None, 0, 0)
+    if kind == "s":
+        return ("s", value, 0, 0)
+    if kind == "n":
+        return ("n", value, 0, 0)
+    if kind == "b":
+        return ("t" if value == "true" else "f", None, 0, 0)
+    return parse(value)
+
+
+def _json_fragment(kind: str, value: str | None) -> str:
+    """The text json_build_*/json_agg write for a value (json values as written)."""
+    if value is not None and kind == "j":
+        return value
+    node = _fragment(kind, value)
+    return jsonb_text(node)
+
+
+def build(kinds: str, values: list[str | None] | None, shape: str) -> str | None:
+    """``json(b)_build_object``/``_array``, ``to_json(b)``, ``json(b)_agg``: ``kinds`` one letter per value (one
+    letter: every value's), ``shape`` ``{jsonb|json}_{object|array|value}``."""
+    if values is None or shape.endswith("_value") and values[0] is None:
+        return None  # an aggregate over no rows; to_json(NULL)
+    kinds = kinds * len(values) if len(kinds) == 1 else kinds
+    jsonb, form = shape.split("_")[0] == "jsonb", shape.split("_")[1]
+    if form == "object":
+        keys = values[0::2]
+        for position, key in enumerate(keys):
+            if key is None:
+                raise JsonError(f"argument {2 * position + 1}: key must not be null")
+        if jsonb:
+            members = [
+                (k, _fragment(kind, v)) for k, kind, v in zip(keys, kinds[1::2], values[1::2], strict=True)
+            ]
+            return jsonb_text(("o", members, 0, 0))
+        texts = [
+            f"{quote(str(k))} : {_json_fragment(kind, v)}"
+            for k, kind, v in zip(keys, kinds[1::2], values[1::2], strict=True)
+        ]
+        return "{" + ", ".join(texts) + "}"
+    if form == "value":
+        return jsonb_text(_fragment(kinds[0], values[0])) if jsonb else _json_fragment(kinds[0], values[0])
+    if jsonb:
+        return jsonb_text(("a", [_fragment(k, v) for k, v in zip(kinds, values, strict=True)], 0, 0))
+    return "[" + ", ".join(_json_fragment(k, v) for k, v in zip(kinds, values, strict=True)) + "]"
+
+
 def number(doc: str) -> str:
     """``jsonb::numeric``: a number's digits; PostgreSQL's error for another kind of value."""
     node = parse(doc)
@@ -300,11 +361,14 @@ def _udf(fn: Callable[..., Any], arity: int, out: pa.DataType) -> Callable[..., 
 
 
 _TEXTS = pa.list_(pa.string())
+_PAIRS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
 FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str], str, pa.DataType], ...] = (
     ("pg_json_get", get, ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR", pa.string()),
     ("pg_json_elements", elements, ["VARCHAR", "VARCHAR"], "VARCHAR[]", _TEXTS),
     ("pg_json_keys", keys, ["VARCHAR", "VARCHAR"], "VARCHAR[]", _TEXTS),
     ("pg_json_typeof", typeof, ["VARCHAR"], "VARCHAR", pa.string()),
+    ("pg_json_each", each, ["VARCHAR", "VARCHAR"], "STRUCT(key VARCHAR, value VARCHAR)[]", _PAIRS),
+    ("pg_json_build", build, ["VARCHAR", "VARCHAR[]", "VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_number", number, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_in", canonical, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_key", equality_key, ["VARCHAR"], "VARCHAR", pa.string()),
