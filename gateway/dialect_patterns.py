@@ -10,9 +10,9 @@ engines define differently), bounds other than ``{m}``/``{m,}``/``{m,n}`` and th
 ``SUBSTRING`` are refused, as is a pattern that is not a literal.
 
 ``format()`` with a literal format string of ``%s``, ``%L`` and ``%%`` over text and integer arguments becomes a
-concatenation (``%s`` of NULL is empty, ``%L`` of NULL is ``NULL`` unquoted, as PostgreSQL's); ``%I`` (which
-needs PostgreSQL's keyword list), widths and positions are refused. Written by hand: no library translates
-either.
+concatenation (``%s`` of NULL is empty, ``%L`` of NULL is ``NULL`` unquoted, as PostgreSQL's; ``%I`` is
+:mod:`lakegate.connectors.duckdb.pgident`'s ``quote_ident``, NULL an error); widths and positions are refused.
+Written by hand: no library translates either.
 """
 
 from __future__ import annotations
@@ -114,12 +114,14 @@ def _format(node: exp.Expr, types: Typer) -> exp.Expr | None:
         if kind == "%":
             pieces.append(exp.Literal.string("%"))
             continue
-        if kind not in "sL" or used >= len(args):
+        if kind not in "sLI" or used >= len(args):
             raise refusal(node, f"format() with %{kind} (or too few arguments)")
         value = args[used]
         used += 1
         if kind == "s":
             pieces.append(call("coalesce", exp.cast(value, "text"), exp.Literal.string("")))
+        elif kind == "I":
+            pieces.append(call("pg_format_ident", exp.cast(value, "text")))
         else:
             pieces.append(
                 call("coalesce", call("quote_literal", exp.cast(value, "text")), exp.Literal.string("NULL"))

@@ -45,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from lakegate.connectors.duckdb import pgerrors, pgjson, pgmacros
+from lakegate.connectors.duckdb import pgerrors, pgident, pgjson, pgmacros
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -152,6 +152,7 @@ class DuckDBEngine:
             load_extensions(con)
             pgmacros.register(con)
             pgjson.register(con)
+            pgident.register(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)

@@ -92,3 +92,5 @@ SELECT id FROM {strs} WHERE c = 'ab   '
 SELECT id FROM {strs} WHERE c <> 'ab' OR c = ''
 SELECT id, c IN ('ab', ' x', 'zzzzzzzz', 'zzzzzzzzz'), c = 'zzzzzzzzz', c IS NOT DISTINCT FROM 'é' FROM {strs}
 SELECT id FROM {strs} WHERE c IN ('q''t  ', 'fox') OR c IS DISTINCT FROM 'aaa'
+SELECT id, format('%I.%I', k, 'select'), quote_ident(t), quote_ident(v) FROM {strs} WHERE v IS NOT NULL
+SELECT x, quote_ident(x), format('%I', x) FROM {one}, unnest(ARRAY['abs', 'between', 'int', 'a$', '_x1', '1a', '', 'a"b', 'user', 'json_table', 'Ab', 'é', 'value', 'x y']) x
