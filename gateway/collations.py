@@ -3,10 +3,12 @@
 DuckDB compares text byte by byte, which is code-point order in UTF-8: PostgreSQL's ``"C"``/``"POSIX"``, libc's
 ``C.UTF-8``, ``ucs_basic`` and the builtin provider's collations (PostgreSQL 17+: ``pg_c_utf8``,
 ``pg_unicode_fast``) order text the same way. A linguistic collation (libc ``en_US.UTF-8``, any ICU locale) does
-not: glibc's and ICU's tables differ from each other and between versions, so DuckDB's ICU collations cannot be
-shown to order as the source does. The lake route refuses to order or compare text by such a collation
-(:mod:`lakegate.gateway.dialect_collation`); a nondeterministic collation changes equality too, so a column
-with one is refused wherever it is used.
+not. An ICU collation whose collator version is the one the lake route's DuckDB was compared with (ICU 72's
+``153.120``, ``tests/test_answers_icu.py``) and whose locale DuckDB's ICU collations have orders as
+``x COLLATE <locale>, x`` in DuckDB (PostgreSQL breaks a deterministic collation's ties by the bytes); the lake
+route follows it in ``ORDER BY`` (:mod:`lakegate.gateway.dialect_collation`). Other linguistic collations
+(glibc's tables differ from ICU's, and between versions) are refused wherever the order of text matters; a
+nondeterministic collation changes equality too, so a column with one is refused wherever it is used.
 
 Collations are read from the catalog as ``to_jsonb`` of ``pg_collation`` and ``pg_database`` rows, whose column
 names differ between PostgreSQL versions (``daticulocale`` in 15-16, ``datlocale`` from 17). Written by hand:
@@ -86,6 +88,8 @@ def column_collation(collation: dict[str, Any] | None, database: dict[str, Any] 
     locale = collation.get("colllocale") or collation.get("colliculocale") or collation.get("collcollate")
     ctype = collation.get("collctype") if provider == "c" else locale
     order = None if bytewise_locale(provider, locale) else f'"{collation.get("collname")}"'
+    if provider == "i" and order:
+        order += f" (ICU locale {locale}, version {collation.get('collversion') or 'unknown'})"
     return Collation(order, casing(provider, ctype), deterministic)
 
 
@@ -100,4 +104,40 @@ def database_collation(database: dict[str, Any] | None) -> Collation:
         locale = ctype = database.get("datlocale") or database.get("daticulocale")
     kind = {"i": "ICU", "c": "libc", "b": "builtin"}.get(provider, provider)
     order = None if bytewise_locale(provider, locale) else f'"{locale}" (the database default, {kind})'
+    if provider == "i" and order:
+        order = order[:-1] + f" locale {locale}, version {database.get('datcollversion') or 'unknown'})"
     return Collation(order, casing(provider, ctype))
+
+
+#: ICU collator versions (``collversion``'s first two parts) whose order the lake route's DuckDB is compared with
+#: (``tests/test_answers_icu.py``: PostgreSQL 15 with ICU 72); another version may order new characters otherwise
+ICU_VERSIONS = frozenset({"153.120"})
+#: DuckDB's ICU collations (``pragma_collations()`` of DuckDB 1.5); ICU's root locale orders as ``en`` (CLDR's
+#: English has no tailoring)
+DUCKDB_ICU = frozenset(
+    """
+    af am ar ar_sa as az be bg bn bo br bs ca ceb chr cs cy da de de_at dsb dz ee el en en_us eo es et fa fa_af ff
+    fi fil fo fr fr_ca fy ga gl gu ha haw he he_il hi hr hsb hu hy id id_id ig is it ja ka kk kl km kn ko kok ku ky
+    lb lij lkt ln lo lt lv mk ml mn mr ms mt my nb nb_no ne nl nn nso om or pa pa_in pl ps pt ro ru sa se si sk sl
+    smn sq sr sr_ba sr_me sr_rs st sv sw ta te th tk tn to tr ug uk ur uz vi wae wo xh yi yo yue yue_cn zh zh_cn
+    zh_hk zh_mo zh_sg zh_tw zu
+    """.split()  # noqa: SIM905 (a list of words, as pragma_collations() prints them)
+)
+_ICU = re.compile(r"ICU locale ([\w-]+), version ([\w.]+)\)$")
+
+
+def icu_collation(order: str | None) -> tuple[str | None, str]:
+    """(DuckDB's ICU collation that orders as the linguistic collation ``order`` describes, or None; why not)."""
+    found = _ICU.search(order or "")
+    if not found:
+        return None, 'DuckDB orders text as bytes, as the "C" collation'
+    locale, version = found.groups()
+    if ".".join(version.split(".")[:2]) not in ICU_VERSIONS:
+        return (
+            None,
+            f"the source's ICU collation version {version} is not the one the lake route was compared with",
+        )
+    name = "en" if locale.lower() in ("und", "root") else locale.lower().replace("-", "_")
+    if name not in DUCKDB_ICU:
+        return None, f"DuckDB has no ICU collation for {locale}"
+    return name, ""

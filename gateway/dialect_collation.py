@@ -4,7 +4,8 @@
 DuckDB orders text as bytes; a source column (or database default) with a linguistic collation orders it
 otherwise (:mod:`lakegate.gateway.collations`). What depends on the order of text — ``ORDER BY`` (of a query, a
 window, an ordered aggregate), ``<``/``>``/``BETWEEN``, ``min``/``max``, ``greatest``/``least`` — is refused for
-such text with a 400 that names the collation; equality, ``GROUP BY`` and ``DISTINCT`` do not depend on a
+such text with a 400 that names the collation, except ``ORDER BY`` of text in an ICU collation DuckDB follows
+(:func:`lakegate.gateway.collations.icu_collation`): ``x COLLATE <locale>, x``; equality, ``GROUP BY`` and ``DISTINCT`` do not depend on a
 deterministic collation. ``COLLATE "C"`` (and the other byte-order collations) in the query makes the order
 DuckDB's and is dropped; another ``COLLATE`` is refused.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from lakegate.gateway.collations import BYTEWISE_NAMES, CASING_OF_NAME
+from lakegate.gateway.collations import BYTEWISE_NAMES, CASING_OF_NAME, icu_collation
 from lakegate.gateway.dialect import Rule, refusal
 from lakegate.gateway.pgtyping import Typer
 
@@ -55,14 +56,48 @@ def _ordering(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     collation = _linguistic([o for o in operands if o is not None], types)
     if collation is not None:
+        duckdb, why = icu_collation(collation)
+        followed = _follow(node, duckdb) if duckdb and isinstance(node, exp.Ordered) else None
+        if followed is not None:
+            return followed
         what = node.sql(dialect="postgres")
         what = f"ORDER BY {what}" if isinstance(node, exp.Ordered) else what
         raise refusal(
             node,
-            f"{what} on text in the collation {collation} (DuckDB orders text as bytes, as "
-            'the "C" collation; add COLLATE "C" for that order)',
+            f"{what} on text in the collation {collation} ({why or 'DuckDB follows it only in ORDER BY'}; "
+            'add COLLATE "C" for byte order)',
         )
     return None
+
+
+def _follow(node: exp.Ordered, collation: str) -> exp.Expr | None:
+    """``ORDER BY x`` as ``ORDER BY x COLLATE <DuckDB's ICU collation>, x``: PostgreSQL breaks the ties of a
+    deterministic ICU collation by the bytes. The first item replaces ``node``, the second follows it (None:
+    the item cannot be rewritten so)."""
+    value = node.this
+    order = node.parent
+    if isinstance(value, exp.Literal) or isinstance(value, exp.Column) and not value.table:
+        resolved = _ordered_value(node)
+        if resolved is value and isinstance(value, exp.Literal):
+            return None
+        select = order.parent if order is not None else None
+        if resolved is not value and not (isinstance(select, exp.Select) and not select.args.get("distinct")):
+            return None
+        value = resolved
+    if order is None or node.arg_key != "expressions":
+        return None
+    first = exp.Ordered(
+        this=exp.Collate(this=value.copy(), expression=exp.Var(this=collation)),
+        desc=node.args.get("desc"),
+        nulls_first=node.args.get("nulls_first"),
+    )
+    tie = exp.Ordered(this=value.copy(), desc=node.args.get("desc"), nulls_first=node.args.get("nulls_first"))
+    items = order.args["expressions"]
+    items.insert(node.index + 1, tie)  # type: ignore[operator]
+    for at, item in enumerate(items):
+        item.index = at
+    tie.parent, tie.arg_key = order, "expressions"
+    return first
 
 
 def _ordered_value(node: exp.Ordered) -> exp.Expr:

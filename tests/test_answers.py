@@ -29,7 +29,9 @@ from tests.gateway_fixtures.harness import database, gateway_settings, live_serv
 from tests.lakehelp import running_worker, wait_caught_up
 
 TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words", "jnums"}
-FAST = sorted(p.name for p in CORPUS.glob("*.sql") if p.name not in ("data.sql", "tpch.sql", "federated.sql"))
+FAST = sorted(
+    p.name for p in CORPUS.glob("*.sql") if p.name not in ("data.sql", "tpch.sql", "federated.sql", "icu.sql")
+)
 
 
 @pytest.fixture(scope="module")

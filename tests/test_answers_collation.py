@@ -1,8 +1,9 @@
 """Issue 10.4: the lake route orders text as bytes; text that its source orders by a linguistic collation is
 refused wherever its order matters (with a 400 naming the collation), and nowhere else.
 
-The test PostgreSQL has no linguistic collation to offer (built without ICU; the machine has only the C
-locales): the byte-order cases run against it in the differential corpus (``tests/answers/collation.sql``);
+The session's test PostgreSQL has no linguistic collation to offer (built without ICU; the machine has only the C
+locales): the byte-order cases run against it in the differential corpus (``tests/answers/collation.sql``), ICU
+collations against a PostgreSQL built with ICU in ``tests/test_answers_icu.py``;
 here the typing's seam (the column types a table has) gives columns a linguistic collation, and the catalog
 rows of other PostgreSQL versions and providers are classified as the reader sees them."""
 
@@ -93,7 +94,7 @@ def test_catalog_rows_of_each_provider_and_version_are_classified() -> None:
     assert database_collation(libc_posix) == Collation(None, ASCII_CASING)
     assert database_collation(libc_en) == Collation('"en_US.UTF-8" (the database default, libc)', "")
     assert database_collation(icu_15) == Collation(
-        '"en-US" (the database default, ICU)', "ICU's case mapping (en-US)"
+        '"en-US" (the database default, ICU locale en-US, version unknown)', "ICU's case mapping (en-US)"
     )
     default = {"collname": "default", "collprovider": "d", "collisdeterministic": True}
     assert column_collation(default, libc_en) == database_collation(libc_en)
@@ -118,7 +119,9 @@ def test_catalog_rows_of_each_provider_and_version_are_classified() -> None:
     }
     assert column_collation(turkish, libc_c) == Collation('"tr"', "the dotted and dotless i of tr_TR.UTF-8")
     icu = {"collname": "und-x-icu", "collprovider": "i", "colllocale": "und", "collisdeterministic": True}
-    assert column_collation(icu, libc_c) == Collation('"und-x-icu"', "ICU's case mapping (und)")
+    assert column_collation(icu, libc_c) == Collation(
+        '"und-x-icu" (ICU locale und, version unknown)', "ICU's case mapping (und)"
+    )
     folded = {
         "collname": "ci",
         "collprovider": "i",
