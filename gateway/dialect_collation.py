@@ -5,9 +5,9 @@ DuckDB orders text as bytes; a source column (or database default) with a lingui
 otherwise (:mod:`lakegate.gateway.collations`). What depends on the order of text — ``ORDER BY`` (of a query, a
 window, an ordered aggregate), ``<``/``>``/``BETWEEN``, ``min``/``max``, ``greatest``/``least`` — is refused for
 such text with a 400 that names the collation, except ``ORDER BY`` of text in an ICU collation DuckDB follows
-(:func:`lakegate.gateway.collations.icu_collation`): ``x COLLATE <locale>, x``; equality, ``GROUP BY`` and ``DISTINCT`` do not depend on a
-deterministic collation. ``COLLATE "C"`` (and the other byte-order collations) in the query makes the order
-DuckDB's and is dropped; another ``COLLATE`` is refused.
+(:func:`lakegate.gateway.collations.icu_collation`): ``x COLLATE <locale>, x``; equality, ``GROUP BY`` and
+``DISTINCT`` do not depend on a deterministic collation. ``COLLATE "C"`` (and the other byte-order collations)
+in the query makes the order DuckDB's and is dropped; another ``COLLATE`` is refused.
 
 Case mapping (``upper``, ``lower``, ``initcap``, ``ILIKE``, ``~*``) depends on the collation too: the lake
 route maps case as libc does in a UTF-8 locale; text whose collation maps it otherwise (the ASCII-only ``"C"``
