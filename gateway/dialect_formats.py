@@ -7,7 +7,8 @@ gateway's parser keeps ``to_char`` as written, see :mod:`lakegate.gateway.pgdial
 DD DDD HH24 HH12 HH MI SS MS US AM PM am pm``, ``Mon MON mon Month MONTH month Dy DY dy Day DAY day`` (``Month``
 and ``Day`` blank-padded to 9 as PostgreSQL pads them), the ``FM`` prefix (no padding), double-quoted text and
 punctuation. Of an infinite date or timestamp the result is NULL, as in PostgreSQL; a ``timestamptz`` is shown in
-the session's time zone.
+the session's time zone. ``to_char`` of an integer or a numeric with a plain number pattern (``9``, ``0``, ``,``,
+``.``, ``FM``) is :mod:`lakegate.connectors.duckdb.pgnumformat`'s; other number patterns are refused.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from lakegate.gateway.dialect import Rule, call, refusal
+from lakegate.connectors.duckdb.pgnumformat import PATTERN
+from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.pgtyping import Typer
 
 #: pattern -> strftime (padded) and strftime without padding (FM)
@@ -63,10 +65,20 @@ def _to_char(node: exp.Expr, types: Typer) -> exp.Expr | None:
         raise refusal(node, "to_char() with this number of arguments")
     value, pattern = node.expressions
     source = types.of(value)
-    if source is None or not source.is_("date", "timestamp", "timestamptz"):
-        raise refusal(node, "to_char() of numbers or intervals (PostgreSQL's number patterns)")
     if not (isinstance(pattern, exp.Literal) and pattern.is_string):
         raise refusal(node, "to_char() with a pattern that is not a literal")
+    if (
+        source is not None
+        and source.is_("int2", "int4", "int8", "numeric")
+        and PATTERN.fullmatch(pattern.this)
+    ):
+        return call("pg_to_char_number", cast(value, "VARCHAR"), pattern)  # exact: the value's own digits
+    if source is None or not source.is_("date", "timestamp", "timestamptz"):
+        raise refusal(
+            node,
+            f"to_char() of {source.name if source else 'this value'} with the pattern {pattern.this!r} (the lake "
+            "route computes 9, 0, ',' and '.' patterns of integers and numerics, and date patterns)",
+        )
     if source.is_("timestamptz") and types.zone != "UTC":
         value = call("timezone", exp.Literal.string(types.zone), value)
     parts = _translate(node, pattern.this, value)

@@ -45,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from lakegate.connectors.duckdb import pgerrors, pgident, pgjson, pgmacros
+from lakegate.connectors.duckdb import pgerrors, pgident, pgjson, pgmacros, pgnumformat
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -153,6 +153,7 @@ class DuckDBEngine:
             pgmacros.register(con)
             pgjson.register(con)
             pgident.register(con)
+            pgnumformat.register(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)

@@ -94,3 +94,7 @@ SELECT id, c IN ('ab', ' x', 'zzzzzzzz', 'zzzzzzzzz'), c = 'zzzzzzzzz', c IS NOT
 SELECT id FROM {strs} WHERE c IN ('q''t  ', 'fox') OR c IS DISTINCT FROM 'aaa'
 SELECT id, format('%I.%I', k, 'select'), quote_ident(t), quote_ident(v) FROM {strs} WHERE v IS NOT NULL
 SELECT x, quote_ident(x), format('%I', x) FROM {one}, unnest(ARRAY['abs', 'between', 'int', 'a$', '_x1', '1a', '', 'a"b', 'user', 'json_table', 'Ab', 'é', 'value', 'x y']) x
+SELECT id, to_char(i4, '999'), to_char(i4, '0000'), to_char(n, 'FM999,999.00'), to_char(n, '9.99'), to_char(i8, 'FM9,999,999,999,999,999,990') FROM {nums}
+SELECT id, to_char(n, '99,999,990.000'), to_char(nu, 'FM999,999,999,990.99'), to_char(i2, 'FM0000'), to_char(-n, '9990.0') FROM {nums}
+SELECT to_char(x, 'FM9.99'), to_char(x, '9.99'), to_char(x, '999,999'), to_char(x, '0.0') FROM {one}, unnest(ARRAY[0, 0.5, -0.5, 0.004, -0.005, 9.995, 12, 1234.5678, -0.0001, 999999.5]::numeric[]) x
+SELECT id, to_char(d, '999.99'), to_char(n, '9.99EEEE'), to_char(n, 'S999.99') FROM {nums}
