@@ -45,6 +45,8 @@ REFUSED: dict[str, str] = {
     "to_number": "to_number() with PostgreSQL's patterns",
     "jsonobjectagg": "json_object_agg() (DuckDB writes numbers through a double, without PostgreSQL's spacing)",
     "jsonbobjectagg": "jsonb_object_agg() (DuckDB writes numbers through a double, without PostgreSQL's spacing)",
+    "array_to_json": "array_to_json() (DuckDB writes numbers and bytes otherwise than PostgreSQL)",
+    "row_to_json": "row_to_json() (DuckDB writes numbers, bytes and field names otherwise than PostgreSQL)",
 }
 
 

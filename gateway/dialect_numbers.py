@@ -276,6 +276,9 @@ def _cast(node: exp.Expr, types: Typer) -> exp.Expr | None:
     ):
         node.set("this", call("pg_int_text", node.this))
         return None
+    if to.this in (exp.DType.DOUBLE, exp.DType.FLOAT) and source is not None and source.string:
+        node.set("this", call("pg_float8_text" if to.this == exp.DType.DOUBLE else "pg_float4_text", node.this))
+        return None
     if to.this != exp.DType.DECIMAL:
         return None
     if source is not None and source.floating:

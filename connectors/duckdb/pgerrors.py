@@ -112,6 +112,7 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"cannot extract elements from (?:an object|a scalar)"), lambda m: ("22023", m.group(0))),
     (re.compile(r"cannot cast jsonb \w+ to type \w+"), lambda m: ("22023", m.group(0))),
+    (re.compile(r'".*" is out of range for type (?:double precision|real)'), lambda m: ("22003", m.group(0))),
     (re.compile(r"cannot call json(?:b)?_each(?:_text)? on a non-object"), lambda m: ("22023", m.group(0))),
     (re.compile(r"cannot deconstruct (?:an array as an object|a scalar)"), lambda m: ("22023", m.group(0))),
     (re.compile(r"argument \d+: key must not be null"), lambda m: ("22023", m.group(0))),

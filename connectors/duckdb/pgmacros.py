@@ -67,6 +67,15 @@ MACROS = (
     # '1.5'::int is an error in PostgreSQL (DuckDB rounds)
     "CREATE MACRO pg_int_text(s) AS CASE WHEN s IS NULL OR regexp_full_match(s, '\\s*[+-]?[0-9]+\\s*') THEN s "
     "ELSE error('invalid input syntax for type integer: \"' || s || '\"') END",
+    # text -> float8/real: a value beyond the type's range, or one that underflows to zero, is PostgreSQL's error
+    # (DuckDB reads it as an infinity or as 0)
+    *(
+        f"CREATE MACRO pg_{t}_text(s) AS CASE WHEN s IS NULL THEN NULL "
+        f"WHEN (isinf(TRY_CAST(s AS {cast})) AND NOT regexp_full_match(s, '(?i)\\s*[+-]?inf(inity)?\\s*')) "
+        f"OR (TRY_CAST(s AS {cast}) = 0 AND regexp_matches(s, '^\\s*[+-]?0*[.]?0*[1-9]')) "
+        f"THEN error('\"' || s || '\" is out of range for type {name}') ELSE CAST(s AS {cast}) END"
+        for t, cast, name in (("float8", "DOUBLE", "double precision"), ("float4", "FLOAT", "real"))
+    ),
     # text -> unconstrained numeric: exact, or an error (DuckDB rounds what does not fit its decimal)
     "CREATE MACRO pg_numeric_text(s, scale) AS CASE WHEN s IS NULL THEN NULL "
     "WHEN NOT regexp_full_match(trim(s), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)') "

@@ -40,3 +40,8 @@ SELECT avg(i4) / 0 FROM {nums}
 SELECT id, d / 0 FROM {nums} WHERE d IS NOT NULL
 SELECT id, r / 0::real FROM {nums} WHERE r IS NOT NULL
 SELECT 10 / (SELECT count(*) FROM {nums} WHERE id < 0) FROM {one}
+SELECT '1e400'::float8 FROM {one}
+SELECT '1e-400'::float8 FROM {one}
+SELECT '1e39'::real FROM {one}
+SELECT x::float8, x::real FROM {one}, unnest(ARRAY[' inf ', '-Infinity', 'NaN', '1.4e-45', '0e-400', '-0', '3.4e38', '1e308']) x
+SELECT t::float8 FROM {strs} WHERE id = 11

@@ -48,3 +48,10 @@ SELECT id, (jb->'a')::numeric FROM {jnums} WHERE jsonb_typeof(jb->'a') = 'number
 SELECT id, (jb->'s')::numeric FROM {jnums} WHERE id = 13
 SELECT id, (jb->'a')::int, (jb->'a')::float8 FROM {jnums} WHERE id = 5
 SELECT id, jb->'a' FROM {jnums} ORDER BY 2
+SELECT id, array_to_json(ia), array_to_json(ta) FROM {misc}
+SELECT array_to_json(ARRAY[1.50, 2.0]), array_to_json(ARRAY[0.1::float8, 1e308]) FROM {one}
+SELECT row_to_json(m) FROM {misc} m WHERE id = 1
+SELECT json_object('{a,b}', '{1,2}'), jsonb_object('{b,1,a,2}') FROM {one}
+SELECT id, (jb->'a')::text, jb->>'a' || 'x', (jb->>'a')::float8 FROM {jnums} WHERE jsonb_typeof(jb->'a') = 'number'
+SELECT id, row_to_json(row(id, jb->'a')) FROM {jnums}
+SELECT id, json_strip_nulls(j), jsonb_strip_nulls(jb) FROM {jnums}
