@@ -1,12 +1,12 @@
 """json values built from SQL values on the DuckDB route, with PostgreSQL's text (rules of
 :mod:`lakegate.gateway.dialect`).
 
-``json(b)_build_object``, ``json(b)_build_array``, ``to_json(b)``, ``json(b)_agg`` (with ORDER BY and FILTER)
-and ``json(b)_each(_text)`` in FROM call :mod:`lakegate.connectors.duckdb.pgjson`, which writes PostgreSQL's text
-(jsonb: keys shorter first then bytewise, the last of repeated keys, ``{"a": 1}``; json: ``{"a" : 1}`` and
-json arguments as written). A value goes to it as its text with its kind, so only kinds whose text DuckDB prints
-as PostgreSQL does are taken: text and char(n) (padded), integers, numerics whose scale the statement fixes
-(a column's, a literal's), booleans, json and jsonb, NULL; others (floats, dates, arrays, records, a numeric
+``json(b)_build_object``, ``json(b)_build_array``, ``to_json(b)``, ``json(b)_agg`` (with ORDER BY and FILTER),
+``json(b)_each(_text)`` in FROM and ``jsonb_set`` call :mod:`lakegate.connectors.duckdb.pgjson`, which writes
+PostgreSQL's text (jsonb: keys shorter first then bytewise, the last of repeated keys, ``{"a": 1}``; json:
+``{"a" : 1}`` and json arguments as written). A value goes to it as its text with its kind, so only kinds whose text
+DuckDB prints as PostgreSQL does are taken: text and char(n) (padded), integers, numerics whose scale the statement
+fixes (a column's, a literal's), booleans, json and jsonb, NULL; others (floats, dates, arrays, records, a numeric
 whose display scale PostgreSQL picks per value) are refused, as are these aggregates as window functions.
 
 Written by hand: DuckDB's json functions print numbers through a double and without PostgreSQL's spacing.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from lakegate.gateway import dialect_jsontext
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.pgtyping import Typer
 
@@ -164,4 +165,17 @@ def _each(node: exp.Expr, types: Typer) -> exp.Expr | None:
     )
 
 
-RULES: list[Rule] = [_build, _aggregate, _each]
+def _set(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """jsonb_set(target, path, new [, create]): pgjson.set_path over the texts."""
+    if not isinstance(node, exp.Anonymous) or node.name.lower() != "jsonb_set":
+        return None
+    if len(node.expressions) not in (3, 4):
+        raise refusal(node, f"jsonb_set() with {len(node.expressions)} arguments")
+    target, path, new, *rest = node.expressions
+    steps = dialect_jsontext.path_list(path, node)
+    create = rest[0].copy() if rest else exp.Boolean(this=True)
+    texts = [cast(target.copy(), "VARCHAR"), steps, cast(new.copy(), "VARCHAR"), create]
+    return cast(call("pg_jsonb_set", *texts), "JSON")
+
+
+RULES: list[Rule] = [_build, _aggregate, _each, _set]

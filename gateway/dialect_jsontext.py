@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 
 from sqlglot import exp
 
@@ -64,7 +65,7 @@ def _as_json(value: exp.Expr) -> exp.Expr:
     return cast(value, "JSON")
 
 
-def _steps_literal(steps: list[object]) -> exp.Expr:
+def _steps_literal(steps: Sequence[object]) -> exp.Expr:
     return exp.Literal.string(json.dumps(steps))
 
 
@@ -104,6 +105,17 @@ def _path_steps(path: exp.Expr, node: exp.Expr) -> exp.Expr:
         expressions=[exp.to_identifier("e")],
     )
     return call("to_json", call("list_transform", cast(path.copy(), "VARCHAR[]"), each))
+
+
+def path_list(path: exp.Expr, node: exp.Expr) -> exp.Expr:
+    """A text[] path as a JSON list of its elements (null for NULL), as SQL."""
+    if isinstance(path, exp.Array) and all(
+        isinstance(e, exp.Literal) and e.is_string for e in path.expressions
+    ):
+        return _steps_literal([e.name for e in path.expressions])
+    if isinstance(path, exp.Literal) and path.is_string:
+        return _steps_literal(_array_literal(path.name, node))
+    return call("to_json", cast(path.copy(), "VARCHAR[]"))
 
 
 def _array_literal(text: str, what: exp.Expr) -> list[str | None]:
@@ -198,7 +210,8 @@ def _casts(node: exp.Expr, types: Typer) -> exp.Expr | None:
         node.set("this", number)
         return None
     raise refusal(
-        node, f"a cast of {source.name} to {to.sql(dialect='postgres')} (DuckDB reads numbers through a double)"
+        node,
+        f"a cast of {source.name} to {to.sql(dialect='postgres')} (DuckDB reads numbers through a double)",
     )
 
 

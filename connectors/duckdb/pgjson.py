@@ -314,6 +314,46 @@ def build(kinds: str, values: list[str | None] | None, shape: str) -> str | None
     return "[" + ", ".join(_json_fragment(k, v) for k, v in zip(kinds, values, strict=True)) + "]"
 
 
+def set_path(doc: str, steps: str, new: str | None, create: bool | None) -> str | None:
+    """``jsonb_set(doc, path, new, create)``: ``steps`` the path as a JSON list of strings (null for NULL)."""
+    path = json.loads(steps)
+    if new is None or create is None or path is None:
+        return None
+    node = parse(doc)
+    if not path:
+        return jsonb_text(node)
+    if node[0] not in "oa":
+        raise JsonError("cannot set path in scalar")
+    return jsonb_text(_set(node, path, 0, parse(new), create))
+
+
+def _set(node: Node, path: list[str | None], level: int, value: Node, create: bool) -> Node:
+    key, last = path[level], level == len(path) - 1
+    if key is None:
+        raise JsonError(f"path element at position {level + 1} is null")
+    if node[0] == "o":
+        members = pairs(node, True)
+        out = [
+            (k, (value if last else _set(v, path, level + 1, value, create)) if k == key else v)
+            for k, v in members
+        ]
+        if last and create and all(k != key for k, _ in members):
+            out.append((key, value))
+        return ("o", out, 0, 0)
+    if node[0] != "a":
+        return node  # a scalar inside the value: left as it is
+    index = _STRTOL.fullmatch(key)
+    if not index or abs(int(index.group(1))) >= 2**31:
+        raise JsonError(f'path element at position {level + 1} is not an integer: "{key}"')
+    items, at = list(node[1]), int(index.group(1))
+    at = at + len(items) if at < 0 else at
+    if 0 <= at < len(items):
+        items[at] = value if last else _set(items[at], path, level + 1, value, create)
+    elif last and create:
+        items = [value, *items] if at < 0 else [*items, value]
+    return ("a", items, 0, 0)
+
+
 def number(doc: str) -> str:
     """``jsonb::numeric``: a number's digits; PostgreSQL's error for another kind of value."""
     node = parse(doc)
@@ -369,6 +409,7 @@ FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str], str, pa.DataType], ..
     ("pg_json_typeof", typeof, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_json_each", each, ["VARCHAR", "VARCHAR"], "STRUCT(key VARCHAR, value VARCHAR)[]", _PAIRS),
     ("pg_json_build", build, ["VARCHAR", "VARCHAR[]", "VARCHAR"], "VARCHAR", pa.string()),
+    ("pg_jsonb_set", set_path, ["VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN"], "VARCHAR", pa.string()),
     ("pg_jsonb_number", number, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_in", canonical, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_key", equality_key, ["VARCHAR"], "VARCHAR", pa.string()),

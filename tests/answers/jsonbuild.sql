@@ -24,3 +24,9 @@ SELECT e.key, e.value FROM {one}, jsonb_each('{"b": 1.50, "a": [1, 2], "b": null
 SELECT id, k FROM {jnums}, jsonb_each(jb) AS e(k, v)
 SELECT id, k FROM {jnums}, json_each(j) AS e(k, v) WHERE id <> 12
 SELECT count(*), max(length(k)) FROM {misc}, jsonb_each(jb) AS e(k, v) WHERE jsonb_typeof(jb) = 'object'
+SELECT id, jsonb_set(jb, '{a}', '5'), jsonb_set(jb, '{b,-1}', '"x"'), jsonb_set(jb, '{b,5}', '1.50'), jsonb_set(jb, '{b,-5}', '3') FROM {jnums} WHERE jsonb_typeof(jb) = 'object'
+SELECT id, jsonb_set(jb, '{c}', jb->'b', false), jsonb_set(jb, '{k,z}', '[1, 2]'), jsonb_set(jb, '{}', '2'), jsonb_set(jb, '{a,x,y}', 'null') FROM {jnums} WHERE jsonb_typeof(jb) = 'object'
+SELECT id, jsonb_set(jb, ARRAY['b', '0'], to_jsonb(id)), jsonb_set(jb, '{a}', NULL) FROM {jnums} WHERE jsonb_typeof(jb) = 'object'
+SELECT id, jsonb_set(jb, '{0}', '1') FROM {jnums}
+SELECT id, jsonb_set(jb, '{b,x}', '1') FROM {jnums} WHERE id = 1
+SELECT id, jsonb_set(jb, '{NULL}', '1') FROM {jnums} WHERE id = 1
