@@ -45,7 +45,7 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from lakegate.connectors.duckdb import pgerrors, pgident, pgjson, pgmacros, pgnumformat
+from lakegate.connectors.duckdb import pgerrors, pgident, pgjson, pgjsonmake, pgmacros, pgnumformat
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -152,6 +152,7 @@ class DuckDBEngine:
             load_extensions(con)
             pgmacros.register(con)
             pgjson.register(con)
+            pgjsonmake.register(con)
             pgident.register(con)
             pgnumformat.register(con)
             self.unavailable = {}
