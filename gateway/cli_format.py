@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from lakegate.gateway.client import NUMBER
+from lakegate.gateway.client_types import InfiniteDate, InfiniteDatetime
 
 ALIGNED, CSV, JSON = "aligned", "csv", "json"
 FORMATS = (ALIGNED, CSV, JSON)
@@ -37,6 +38,8 @@ def text(value: Any) -> str:
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
         return repr(value)
+    if isinstance(value, InfiniteDatetime | InfiniteDate):
+        return str(value)  # infinity, -infinity
     if isinstance(value, datetime.datetime):
         return _timestamp(value)
     if isinstance(value, decimal.Decimal):

@@ -304,11 +304,31 @@ def temporal_values(column: pa.Array, field: pa.Field) -> list[Any]:
     return values
 
 
+class InfiniteDatetime(datetime.datetime):
+    """PostgreSQL's ``infinity``/``-infinity`` timestamp: equal to ``datetime.max``/``datetime.min`` (psycopg's
+    recipe), printed as PostgreSQL prints it."""
+
+    def __str__(self) -> str:
+        return "infinity" if self.year == datetime.MAXYEAR else "-infinity"
+
+
+class InfiniteDate(datetime.date):
+    """PostgreSQL's ``infinity``/``-infinity`` date: equal to ``date.max``/``date.min``, printed as PostgreSQL."""
+
+    def __str__(self) -> str:
+        return "infinity" if self.year == datetime.MAXYEAR else "-infinity"
+
+
 def _extremes(t: pa.DataType) -> tuple[Any, Any]:
     if pa.types.is_date(t):
-        return datetime.date.max, datetime.date.min
+        top, bottom = datetime.date.max, datetime.date.min
+        return InfiniteDate(top.year, top.month, top.day), InfiniteDate(bottom.year, bottom.month, bottom.day)
     tz = datetime.UTC if t.tz else None  # type: ignore[attr-defined]
-    return datetime.datetime.max.replace(tzinfo=tz), datetime.datetime.min.replace(tzinfo=tz)
+    hi, lo = datetime.datetime.max, datetime.datetime.min
+    return (
+        InfiniteDatetime(hi.year, hi.month, hi.day, hi.hour, hi.minute, hi.second, hi.microsecond, tzinfo=tz),
+        InfiniteDatetime(lo.year, lo.month, lo.day, tzinfo=tz),
+    )
 
 
 def check_times(column: pa.Array, field: pa.Field) -> None:

@@ -8,7 +8,7 @@ binary, uuid, intervals) fall back to Python per value.
 Exact values: integers and decimals are JSON numbers written from their exact text (decimals never pass through
 a float); NaN and infinities, which JSON numbers cannot hold, are the strings ``"NaN"``, ``"Infinity"``,
 ``"-Infinity"``; timestamps with a time zone are ISO 8601 with offset (``2024-05-01T12:00:00.000000+00:00``);
-dates ``YYYY-MM-DD``; binary is PostgreSQL's hex form ``\\x0a1b``; NULL is ``null``.
+dates ``YYYY-MM-DD``; infinite timestamps and dates ``"infinity"``/``"-infinity"``; binary is PostgreSQL's hex form ``\\x0a1b``; NULL is ``null``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from lakegate.connectors import intervals
+from lakegate.gateway.client_types import infinities
 from lakegate.gateway.pgtypes import marked, pg_type
 
 JSON, NDJSON, CSV, ARROW = "json", "ndjson", "csv", "arrow"
@@ -93,15 +94,35 @@ def _json_numeric_text(values: pa.Array) -> pa.Array:
     return pc.if_else(special, _quoted(values), values)
 
 
+def _infinite(values: pa.Array, text: Callable[[pa.Array], pa.Array], quote: str) -> pa.Array:
+    """``text(values)`` with PostgreSQL's ``infinity`` and ``-infinity`` (timestamps and dates travel as the
+    largest value of their storage type and its negation, as DuckDB keeps them) written as words."""
+    masks = infinities(values)
+    if masks is None:
+        return text(values)
+    positive, negative = masks
+    finite = text(pc.if_else(pc.or_(positive, negative), pa.scalar(None, values.type), values))
+    word = pc.if_else(negative, f"{quote}-infinity{quote}", finite)
+    return pc.if_else(positive, f"{quote}infinity{quote}", word)
+
+
 def _json_timestamps(values: pa.Array) -> pa.Array:
     t: pa.TimestampType = values.type
     if t.unit == "ns":
         values = values.cast(pa.timestamp("us", t.tz))
     fmt = "%Y-%m-%dT%H:%M:%S%Ez" if t.tz else "%Y-%m-%dT%H:%M:%S"
-    try:
-        return _quoted(pc.strftime(values, format=fmt))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # out-of-range values (infinity): per value
-        return _per_value(values)
+
+    def text(finite: pa.Array) -> pa.Array:
+        try:
+            return _quoted(pc.strftime(finite, format=fmt))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # out-of-range values: per value
+            return _per_value(finite)
+
+    return _infinite(values, text, '"')
+
+
+def _json_dates(values: pa.Array) -> pa.Array:
+    return _infinite(values.cast(pa.date32()), lambda v: _quoted(v.cast(pa.string())), '"')
 
 
 def _json_times(values: pa.Array) -> pa.Array:
@@ -176,7 +197,7 @@ def json_values(values: pa.Array, field: pa.Field) -> pa.Array:
         (pa.types.is_floating, _json_floats),
         (pa.types.is_decimal, lambda v: v.cast(pa.string())),
         (pa.types.is_timestamp, _json_timestamps),
-        (pa.types.is_date, lambda v: _quoted(v.cast(pa.date32()).cast(pa.string()))),
+        (pa.types.is_date, _json_dates),
         (pa.types.is_time, _json_times),
         (pa.types.is_interval, lambda v: _quoted(intervals.from_arrow(v))),
     ]
@@ -275,10 +296,13 @@ def _csv_column(values: pa.Array, field: pa.Field) -> pa.Array:
     """A column as CSV writes it: timestamps in ISO 8601, binary as hex, nested values as JSON."""
     t = values.type
     if pa.types.is_timestamp(t):
+        fmt = "%Y-%m-%dT%H:%M:%S%Ez" if t.tz else "%Y-%m-%dT%H:%M:%S"
         try:
-            return pc.strftime(values, format="%Y-%m-%dT%H:%M:%S%Ez" if t.tz else "%Y-%m-%dT%H:%M:%S")
+            return _infinite(values, lambda v: pc.strftime(v, format=fmt), "")
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return _plain_text(values, field)
+    if pa.types.is_date(t):
+        return _infinite(values.cast(pa.date32()), lambda v: v.cast(pa.string()), "")
     if pa.types.is_floating(t) and pc.any(pc.invert(pc.is_finite(values))).as_py():
         return pc.replace_substring(_json_floats(values), '"', "")
     if (

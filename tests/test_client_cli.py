@@ -278,6 +278,19 @@ def test_intervals_as_postgresql_prints_them(env: Env) -> None:
     assert list(csv.reader(io.StringIO(result.stdout)))[1] == expected
 
 
+@pytest.mark.parametrize("source", ["pg", "lake"])
+def test_infinite_times_as_postgresql_prints_them(env: Env, source: str) -> None:
+    """``infinity``/``-infinity`` reach Python as ``datetime.max``/``min`` (psycopg's recipe) and print as psql
+    prints them, not as 9999-12-31 23:59:59.999999."""
+    items = ["'infinity'::timestamptz", "'-infinity'::timestamp", "'infinity'::date", "'-infinity'::date"]
+    sql = "SELECT " + ", ".join(items) + f" FROM {source}.public.users WHERE id = 1"
+    with env.pg() as pg:
+        expected = [str(v) for v in pg.execute("SELECT " + ", ".join(f"{i}::text" for i in items)).fetchone()]  # type: ignore[union-attr]
+    result = run_sql(env, "--format", "csv", "-c", sql)
+    assert result.returncode == 0, result.stderr
+    assert list(csv.reader(io.StringIO(result.stdout)))[1] == expected
+
+
 def test_row_cap_notice(env: Env) -> None:
     result = run_sql(env, "--max-rows", "2", "-c", "SELECT id FROM lake.public.users ORDER BY id")
     assert result.returncode == 0 and "(2 rows)" in result.stdout

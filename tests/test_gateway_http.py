@@ -172,6 +172,24 @@ def test_ndjson_csv_and_arrow_carry_the_same_rows(
     assert [r[4] for r in got] == [r[4] for r in want]
 
 
+@pytest.mark.parametrize("table", ["pg.public.vals", "lake.public.vals"])
+def test_infinite_times_are_written_as_postgresql_writes_them(
+    env: tuple[LiveServer, psycopg.Connection], table: str
+) -> None:
+    """``infinity`` and ``-infinity`` (timestamps and dates) were written as the extreme values they travel as
+    ("32103-01-10T04:00:54.775807+00:00", "<value out of range: 2147483647>") in JSON and CSV."""
+    live, conn = env
+    items = "'infinity'::timestamptz AS a, '-infinity'::timestamp AS b, 'infinity'::date AS c, '-infinity'::date AS d"
+    sql = f"SELECT {items}, NULL::date AS e, date '2024-02-29' AS f FROM {table} WHERE id = 1"
+    want = conn.execute(f"SELECT {items.replace(' AS', '::text AS')} ").fetchone()
+    assert want == ("infinity", "-infinity", "infinity", "-infinity")
+    with live.client(TOKEN) as client:
+        rows = _json_rows(_query(client, sql))
+        csv_text = _query(client, sql, format="csv").text.splitlines()
+    assert rows == [dict(zip("abcdef", [*want, None, "2024-02-29"], strict=True))]
+    assert csv_text == ["a,b,c,d,e,f", '"infinity","-infinity","infinity","-infinity",,"2024-02-29"']
+
+
 def test_row_cap_marks_truncated(env: tuple[LiveServer, psycopg.Connection]) -> None:
     live, _ = env
     with live.client(TOKEN) as client:
