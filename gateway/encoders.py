@@ -8,7 +8,8 @@ binary, uuid, intervals) fall back to Python per value.
 Exact values: integers and decimals are JSON numbers written from their exact text (decimals never pass through
 a float); NaN and infinities, which JSON numbers cannot hold, are the strings ``"NaN"``, ``"Infinity"``,
 ``"-Infinity"``; timestamps with a time zone are ISO 8601 with offset (``2024-05-01T12:00:00.000000+00:00``);
-dates ``YYYY-MM-DD``; infinite timestamps and dates ``"infinity"``/``"-infinity"``; binary is PostgreSQL's hex form ``\\x0a1b``; NULL is ``null``.
+dates ``YYYY-MM-DD``; infinite timestamps and dates ``"infinity"``/``"-infinity"``; binary is PostgreSQL's hex
+form ``\\x0a1b``; NULL is ``null``.
 """
 
 from __future__ import annotations
