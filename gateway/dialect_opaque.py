@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from lakegate.gateway import dialect_keys
 from lakegate.gateway.dialect import Rule, refusal
 from lakegate.gateway.dialect_collation import _ordered_value
-from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import EQUAL, ORDERED, PgType
 from lakegate.gateway.pgtyping import Typer
 
-_EQUALITY = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)
-_ORDERING = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)  # min/max of macaddr or bit: PostgreSQL has none
+_EQUALITY = dialect_keys.EQUALITY
+_ORDERING = dialect_keys.ORDERING  # min/max of macaddr or bit: PostgreSQL has none
 _TEXT_TYPES = (exp.DType.TEXT, exp.DType.VARCHAR)
 #: inet's ``text()``: the netmask of a host address is shown too
 _INET_TEXT = (
@@ -44,10 +44,11 @@ def _as_text(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if typ is None:
         return None
     use, parent = _use(node)
-    if typ.labels is not None and not typ.dims:
-        ordered = _enum(node, use, parent, typ, types)
-        if ordered is not None:
-            return ordered
+    if dialect_keys.keyed(typ):
+        item = _ordered_value(parent) if isinstance(parent, exp.Ordered) else None
+        rewritten = dialect_keys.rewrite(node, use, parent, typ, types, item)
+        if rewritten is not None:
+            return rewritten
     if isinstance(parent, exp.Cast) and _to_text(parent):
         if typ.is_("inet"):
             return exp.maybe_parse(_INET_TEXT.format(node.sql(dialect="duckdb")), dialect="duckdb")
@@ -55,58 +56,6 @@ def _as_text(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if _allowed(use, parent, typ, types):
         return None
     raise refusal(node, f"{_describe(node, parent)} ({node.sql(dialect='postgres')} is {_held(typ)})")
-
-
-def _enum(node: exp.Expr, use: exp.Expr, parent: exp.Expr | None, typ: PgType, types: Typer) -> exp.Expr | None:
-    """An enum compared with a label or ordered: its label checked as PostgreSQL checks it, and its order its
-    position among the labels (None: no rewrite, the general rules decide)."""
-    if isinstance(parent, exp.Ordered) and use is parent.this:
-        value = _ordered_value(parent)  # ORDER BY an output name: by the select item it names
-        if value is not node and isinstance(value, exp.Column) and _same_enum(value, typ, types):
-            parent.set("this", _position(value.copy(), typ))
-            return parent.this
-        return _position(node, typ)
-    if isinstance(parent, (*_EQUALITY, exp.In, *_ORDERING)):
-        operands = [parent.this, parent.args.get("expression"), parent.args.get("low"), parent.args.get("high")]
-        operands = [o for o in [*operands, *parent.expressions] if isinstance(o, exp.Expr) and o is not use]
-        if not all(_label(o) is not None or _same_enum(o, typ, types) for o in operands):
-            return None
-        for other in operands:
-            label = _label(other)
-            if label is not None and label not in (typ.labels or ()):
-                raise QueryFailed(f'invalid input value for enum {typ.name}: "{label}"', sqlstate="22P02")
-        if not isinstance(parent, _ORDERING):
-            return node  # equal labels, equal values: compared as they are
-        for other in operands:
-            label = _label(other)
-            if label is not None:
-                other.replace(exp.Literal.number((typ.labels or ()).index(label) + 1))
-        return _position(node, typ)
-    return None
-
-
-def _label(node: exp.Expr) -> str | None:
-    return node.this if isinstance(node, exp.Literal) and node.is_string else None
-
-
-def _same_enum(node: exp.Expr, typ: PgType, types: Typer) -> bool:
-    other = types.of(node)
-    return other is not None and other.name == typ.name and other.labels == typ.labels and not other.dims
-
-
-def _position(node: exp.Expr, typ: PgType) -> exp.Expr:
-    """The 1-based position of enum value ``node`` among its labels: its order, as PostgreSQL's."""
-    value = node.sql(dialect="duckdb")
-    labels = exp.Array(expressions=[exp.Literal.string(label) for label in typ.labels or ()]).sql("duckdb")
-    unknown = (
-        f"a value of {node.sql(dialect='postgres')} is not a label of the enum {typ.name} as the gateway read it "
-        "a few seconds ago (a label was added since): run the query again"
-    )
-    sql = (
-        f"CASE WHEN {value} IS NULL THEN NULL ELSE coalesce(array_position({labels}, CAST({value} AS VARCHAR)), "
-        f"error({exp.Literal.string(unknown).sql('duckdb')})) END"
-    )
-    return exp.maybe_parse(sql, dialect="duckdb")
 
 
 def _use(node: exp.Expr) -> tuple[exp.Expr, exp.Expr | None]:
@@ -202,8 +151,8 @@ def _ordered_by_position(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if value is node.this:
         return None
     typ = _typed(value, types)
-    if typ is not None and typ.labels is not None and not typ.dims and isinstance(value, exp.Column):
-        node.set("this", _position(value.copy(), typ))
+    if typ is not None and dialect_keys.keyed(typ) and isinstance(value, exp.Column):
+        node.set("this", dialect_keys.key(value.copy(), typ))
         return None
     if typ is not None and typ.as_text != ORDERED:
         raise refusal(

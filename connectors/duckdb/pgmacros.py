@@ -165,6 +165,19 @@ MACROS = (
     # string_to_array: an empty string has no elements; an empty delimiter keeps the string whole
     "CREATE MACRO pg_string_to_array(s, d) AS CASE WHEN s = '' THEN CAST([] AS VARCHAR[]) "
     "WHEN d IS NULL THEN string_split(s, '') WHEN d = '' THEN [s] ELSE string_split(s, d) END",
+    # inet/cidr (IPv4) as PostgreSQL's network_cmp orders them: the address masked to its length, the length,
+    # then the whole address, as one number (the gateway's dialect_keys); IPv6 would need 128-bit parsing: an
+    # error says so
+    "CREATE MACRO pg_inet4_addr(h) AS (CAST(split_part(h, '.', 1) AS BIGINT) << 24) "
+    "+ (CAST(split_part(h, '.', 2) AS BIGINT) << 16) + (CAST(split_part(h, '.', 3) AS BIGINT) << 8) "
+    "+ CAST(split_part(h, '.', 4) AS BIGINT)",
+    "CREATE MACRO pg_inet4_bits(v) AS CASE WHEN contains(v, '/') THEN CAST(split_part(v, '/', 2) AS BIGINT) "
+    "ELSE 32 END",
+    "CREATE MACRO pg_inet_key(v) AS CASE WHEN v IS NULL THEN NULL WHEN contains(v, ':') THEN "
+    "error('ordering or comparing the IPv6 value ' || v || ' as an inet or cidr is not translated on the lake "
+    "route (DuckDB); run it on a PostgreSQL source') ELSE "
+    "CAST((pg_inet4_addr(split_part(v, '/', 1)) >> (32 - pg_inet4_bits(v))) << (32 - pg_inet4_bits(v)) AS HUGEINT) "
+    "* 274877906944 + pg_inet4_bits(v) * 4294967296 + pg_inet4_addr(split_part(v, '/', 1)) END",
     # PostgreSQL's ISO 8601 interval text (IntervalStyle iso_8601, as the ingest keeps intervals)
     "CREATE MACRO pg_iso_interval(s) AS CASE WHEN s IS NULL THEN NULL ELSE "
     "to_months(CAST(coalesce(nullif(regexp_extract(s, '^P(-?[0-9]+)Y', 1), ''), '0') AS INTEGER) * 12 "
