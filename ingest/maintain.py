@@ -19,7 +19,7 @@ from lakegate.connectors.changes import TableRef
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import LakeError, SourceConfigError
 from lakegate.connectors.iceberg import catalog as lake_catalog
-from lakegate.connectors.iceberg import compaction, cut, maintenance, orphans, statesync
+from lakegate.connectors.iceberg import compaction, cut, maintenance, orphans, staging, statesync
 from lakegate.connectors.iceberg.commits import stamp
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.ingest.config import IngestSettings
@@ -58,7 +58,13 @@ def maintain_table(
         caught = table.catch_up()
         if caught:
             log.info("%s: the state table caught up with %d change(s)", table.schema.table, caught)
-    if compact_state and table.state is not None:
+    if compact_state and table.state is not None and _staged_on(table, cfg):
+        log.info(
+            "%s: state table not compacted: a worker is writing a transaction to it in parts (compacting now would "
+            "make it read the whole transaction back from the change log); it is compacted at a later run",
+            table.schema.table,
+        )
+    elif compact_state and table.state is not None:
         position = table.state_checkpoint()
         result = compaction.compact(
             statesync.state_of(table),
@@ -91,6 +97,14 @@ def maintain_table(
                 orphans.remove_orphans(
                     lake, timedelta(seconds=cfg.orphan_age), every=min(3600.0, cfg.orphan_age)
                 )
+
+
+def _staged_on(table: LakeTable, cfg: IngestSettings) -> bool:
+    """Whether some process (a worker) stages a transaction's files for the state table now (its marker is
+    younger than ``orphan_age``, three days when that is 0)."""
+    assert table.state is not None
+    staged, _ = staging.announced(table.state, timedelta(seconds=cfg.orphan_age or 3 * 86400))
+    return bool(staged)
 
 
 def _cut_of(table: LakeTable) -> int | None:

@@ -99,7 +99,9 @@ def _assert_readers_see(settings: Any, name: str, lake_dir: Path, rows: list[tup
 
 def _assert_exact(pg: psycopg.Connection, settings: Any, name: str, lake_dir: Path) -> None:
     """Plain readers, the merged state and the replayed change log all equal the source, without duplicates."""
-    _assert_readers_see(settings, name, lake_dir, _expected(pg, settings, name), _changelog_rows(settings, name))
+    _assert_readers_see(
+        settings, name, lake_dir, _expected(pg, settings, name), _changelog_rows(settings, name)
+    )
     assert_lake_equals_source(pg, settings, name)
     _assert_no_duplicates(settings, name)
 
@@ -299,7 +301,105 @@ def test_a_transaction_whose_last_part_ends_right_before_its_commit(
         for round_ in range(3):
             start = 10_000 * (round_ + 1)
             pg.execute(
-                "INSERT INTO a SELECT g, g, 'x' FROM generate_series(%s::int, %s::int) g", (start, start + 2 * PART - 1)
+                "INSERT INTO a SELECT g, g, 'x' FROM generate_series(%s::int, %s::int) g",
+                (start, start + 2 * PART - 1),
             )
             wait_caught_up(pg)
             _assert_exact(pg, settings, "public.a", lake_dir)
+
+
+_OTHER_PROCESS = """
+import sys
+from lakegate.connectors.changes import TableRef
+from lakegate.connectors.iceberg.catalog import open_catalog
+from lakegate.connectors.iceberg.writer import LakeTable
+from lakegate.ingest.config import IngestSettings
+from lakegate.ingest.maintain import maintain_table
+
+catalog = open_catalog("lake", sys.argv[1], sys.argv[2])
+table = LakeTable.open(catalog, TableRef("public", "t"))
+maintain_table(
+    table, IngestSettings(orphan_age=86400), catch_up=False, compact=True, expire=True, compact_state=True
+)
+"""
+
+
+def test_lakegate_maintain_in_another_process_leaves_a_staged_transaction_alone(tmp_path: Path) -> None:
+    """Issue 11.7: files staged for longer than ``orphan_age`` are not orphans to ``lakegate maintain`` run in
+    another process (the worker's marker lists them), and it does not compact a state table a transaction is
+    staged on; the transaction then commits whole. A marker older than ``orphan_age`` (a crash's) protects
+    nothing and is removed with its files."""
+    import os
+    import subprocess
+    import sys
+
+    from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Position, TableRef, TableSchema
+    from lakegate.connectors.iceberg import merge, staging
+    from lakegate.connectors.iceberg.catalog import open_catalog
+    from lakegate.connectors.iceberg.compaction import Thresholds
+
+    uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse")
+    columns = (Column("id", pa.int64(), "bigint", key=True), Column("v", pa.int64(), "bigint"))
+    schema = TableSchema(TableRef("public", "t"), columns, ("id",))
+    lake = LakeTable(open_catalog("lake", uri, warehouse), schema, compaction=Thresholds(every=0))
+    lake.create()
+
+    def changes(lsn: int, ids: range, op: str = "c") -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(list(ids), pa.int64()),
+                "v": pa.array([lsn] * len(ids), pa.int64()),
+                OP: [op] * len(ids),
+                LSN: pa.array([lsn] * len(ids), pa.int64()),
+                SEQ: pa.array(range(1, len(ids) + 1), pa.int64()),
+                COMMIT_TS: pa.array([0] * len(ids), pa.timestamp("us", tz="UTC")),
+            }
+        )
+
+    written = [changes(lsn, range(lsn * 10, lsn * 10 + 5)) for lsn in range(10, 30)]
+    for (
+        batch
+    ) in written:  # small files enough for the maintenance to compact the state table (the writer won't)
+        lake.append(batch)
+    parts = [
+        changes(100, range(1000, 1100)),
+        changes(100, range(100, 150), "u"),
+        changes(100, range(1100, 1110)),
+    ]
+    lake.append(parts[0], open_lsn=100)  # a part: staged on both tables
+    lake.append(parts[1], open_lsn=100)  # another, updating committed rows
+    state = lake.state
+    assert state is not None
+    staged = staging.live_paths()
+    assert len(staged) >= 4
+    old = time.time() - 10 * 86400  # written ten days ago, as far as the file system tells
+    for path in staged:
+        os.utime(path.removeprefix("file://"), (old, old))
+    location = state.metadata.location.removeprefix("file://")
+    stale = f"{location}/metadata/{staging.MARKER}crashed.json"
+    orphan = f"{location}/data/left-by-a-crash.parquet"
+    for path in (stale, orphan):
+        Path(path).write_text('{"paths": ["file://' + orphan + '"]}')
+        os.utime(path, (old, old))
+    before = state.current_snapshot()
+
+    subprocess.run([sys.executable, "-c", _OTHER_PROCESS, uri, warehouse], check=True, timeout=300)
+    assert all(Path(p.removeprefix("file://")).exists() for p in staged), (
+        "another process deleted staged files"
+    )
+    assert not Path(stale).exists() and not Path(orphan).exists(), (
+        "a crash's marker and orphan should be gone"
+    )
+    state.refresh()
+    assert state.current_snapshot() == before, "the state table was compacted under the staged transaction"
+
+    lake.append(parts[2], Position(100, 10))  # the last part commits the transaction
+    assert not staging.live_paths()
+    assert list(Path(location, "metadata").glob(f"{staging.MARKER}*")) == [], "markers left behind"
+    history = pa.concat_tables([*written, *parts]).combine_chunks()
+    expected = merge.replay(history, state.schema().as_arrow(), ("id",))
+    names = ["id", "v"]
+    _assert_same(arrow_rows(state.scan().to_arrow(), names), arrow_rows(expected, names), "state table")
+    changelog = lake.changelog
+    assert changelog is not None
+    assert changelog.scan().to_arrow().num_rows == history.num_rows

@@ -6,7 +6,9 @@ nothing; no reader ever sees them, but they take space for ever. :func:`remove_o
 are older than a safety age (``orphan_age``, default three days as Iceberg's own ``remove_orphan_files``): a file
 younger than that may belong to a commit still being written (an initial copy or a huge transaction writes its
 files long before it commits), and deleting it would lose that commit's data. Files this process has staged for
-a transaction written in parts (:mod:`lakegate.connectors.iceberg.staging`) are spared whatever their age.
+a transaction written in parts (:mod:`lakegate.connectors.iceberg.staging`) are spared whatever their age, and so
+are the files another process stages, as long as its marker (rewritten at each part) is younger than the safety
+age; older markers are a crash's leftovers and are removed with the files they list.
 
 Written by hand: pyiceberg 0.12 has no orphan-file removal (apache/iceberg-python#1200 is still open). The
 listing goes through the same pyarrow file system pyiceberg reads the table with (local paths, S3, GCS, ...).
@@ -18,6 +20,7 @@ table's without reading every table of the catalog.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -30,7 +33,7 @@ from pyiceberg.table import Table
 from lakegate.connectors.errors import LakeError
 from lakegate.connectors.iceberg import flushcatalog
 from lakegate.connectors.iceberg.references import metadata_paths, referenced_paths
-from lakegate.connectors.iceberg.staging import live_paths
+from lakegate.connectors.iceberg.staging import announced, live_paths
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
         raise LakeError(
             f"cannot list the files of lake table {_name(table)} at {table.location()}: {exc}"
         ) from exc
-    unreferenced = _unreferenced(table, listed)
+    unreferenced = _unreferenced(table, listed, older_than)
     other = _other_table(fs, table, [f for f in unreferenced if f.path.endswith(".metadata.json")])
     if other:
         log.warning(
@@ -77,6 +80,10 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
         return []
     cutoff = time.time() - older_than.total_seconds()
     old = [f for f in unreferenced if f.mtime is not None and f.mtime.timestamp() < cutoff]
+    _, stale = announced(table, older_than)
+    for path in stale:  # markers of transactions staged by a process that stopped long ago: they protect nothing
+        with contextlib.suppress(OSError):
+            fs.delete_file(path)
     if not old:
         return []
     # read the metadata again: a commit since the listing may have come to reference an old file (a write that
@@ -85,7 +92,7 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
     # commits only at its end, after the files it staged stopped counting as staged
     removed = []
     with flushcatalog.quiet(table.catalog):
-        still = {f.path for f in _unreferenced(table, old)}
+        still = {f.path for f in _unreferenced(table, old, older_than)}
         for info in old:
             if info.path not in still:
                 continue
@@ -107,12 +114,14 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
     return removed
 
 
-def _unreferenced(table: Table, listed: list[FileInfo]) -> list[FileInfo]:
-    """Those of ``listed`` (Iceberg's kinds of files only) that ``table``, read again, does not reference."""
+def _unreferenced(table: Table, listed: list[FileInfo], older_than: timedelta) -> list[FileInfo]:
+    """Those of ``listed`` (Iceberg's kinds of files only) that ``table``, read again, does not reference, and
+    that no process stages (this one, or another whose marker is younger than ``older_than``)."""
     table.refresh()
     io = table.io
     assert isinstance(io, PyArrowFileIO)
-    used = referenced_paths(table) | metadata_paths(table) | live_paths()
+    staged, _ = announced(table, older_than)
+    used = referenced_paths(table) | metadata_paths(table) | live_paths() | staged
     keep = {io.parse_location(p, io.properties)[2] for p in used}
     return [
         f for f in listed if f.type == FileType.File and f.path.endswith(ICEBERG_FILES) and f.path not in keep

@@ -17,11 +17,18 @@ this was written); TOAST carry-over reads the previous value from the staged fil
 A crash before the last part: the staged files are orphans (no snapshot references them), the stream resumes from
 the confirmed position, which lies before the transaction, and the transaction is written again from its start:
 nothing lost, nothing twice. Orphan removal (``orphan_age``) deletes the orphans later; it never deletes files
-this process has staged (:func:`live_paths`), whatever their age. Another writer that commits to a state table
-while a transaction is staged on it (``lakegate maintain --compact`` by hand) makes the staged files unusable:
-the last part then brings the state table up to its change log the slow way
-(:func:`lakegate.connectors.iceberg.statesync.catch_up`: the whole transaction read back at once), or, when that
-other commit is noticed before the last part, the stream restarts and the transaction is written again.
+this process has staged (:func:`live_paths`), whatever their age.
+
+Other processes (``lakegate maintain``) learn what is staged from a *marker* beside the table's metadata
+(``metadata/lakegate-staged-<uuid>.json``, the staged files' paths), written again at each part and removed when
+the files are committed or given up (:func:`announce`, :func:`announced`). Their orphan removal spares the files
+a marker younger than ``orphan_age`` lists, however old the files themselves (a transaction staged for longer than
+the safety age), and ``lakegate maintain --compact`` leaves such a state table alone: a commit by another writer
+while a transaction is staged on a state table makes the staged files unusable, and the last part then brings the
+state table up to its change log the slow way (:func:`lakegate.connectors.iceberg.statesync.catch_up`: the whole
+transaction read back at once), or, when that other commit is noticed before the last part, the stream restarts
+and the transaction is written again. A crash leaves its marker behind; once older than ``orphan_age`` it no
+longer protects anything and orphan removal deletes it with the files it listed.
 
 A schema change inside a staged transaction: adding, renaming, widening a column changes only the table's schema
 (no snapshot), and the staged files keep their field ids, so they are committed as they are, like any file
@@ -39,22 +46,33 @@ needs none of that: uncommitted files are invisible by construction, and orphan 
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+import time
+import uuid
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyarrow.fs import FileSelector, FileType
+from pyiceberg.io import FileIO
+from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from lakegate.connectors.changes import LSN, SEQ, Position
+from lakegate.connectors.errors import LakeError
 from lakegate.connectors.iceberg.commits import data_files
 from lakegate.connectors.iceberg.rowdelta import transaction
 
 _LIVE: weakref.WeakSet[Files] = weakref.WeakSet()
 _GUARD = threading.Lock()
+MARKER = "lakegate-staged-"  #: name prefix of the markers, in the table's metadata folder
 
 
 @dataclass(eq=False)
@@ -63,6 +81,8 @@ class Files:
 
     data: list[DataFile] = field(default_factory=list)
     deletes: list[DataFile] = field(default_factory=list)
+    #: the marker that tells other processes about these files (see :func:`announce`), and its FileIO
+    marker: tuple[str, FileIO] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         with _GUARD:
@@ -77,6 +97,10 @@ class Files:
             _LIVE.discard(self)
         paths = self.paths()
         self.data, self.deletes = [], []
+        if self.marker is not None:
+            path, io = self.marker
+            self.marker = None
+            delete_files_of(io, [path])
         return paths
 
 
@@ -134,8 +158,64 @@ def write(table: Table, rows: pa.Table) -> list[DataFile]:
 def delete_files(table: Table, paths: Iterable[str]) -> None:
     """Delete staged files that no commit was ever tried with (nothing can reference them). Never raises: a file
     left behind is an orphan that upkeep removes."""
+    delete_files_of(table.io, paths)
+
+
+def delete_files_of(io: FileIO, paths: Iterable[str]) -> None:
     for path in paths:
         try:
-            table.io.delete(path)
-        except Exception:  # noqa: BLE001, S112  (best effort, see above)
+            io.delete(path)
+        except Exception:  # noqa: BLE001, S112  (best effort, see delete_files)
             continue
+
+
+def announce(table: Table, files: Files) -> None:
+    """Write (again) the marker of ``files``, staged for ``table``: their paths, for other processes."""
+    if files.marker is None:
+        name = f"{MARKER}{uuid.uuid4()}.json"
+        files.marker = (f"{table.metadata.location.rstrip('/')}/metadata/{name}", table.io)
+    body = json.dumps({"pid": os.getpid(), "paths": files.paths()}).encode()
+    try:
+        with table.io.new_output(files.marker[0]).create(overwrite=True) as out:
+            out.write(body)
+    except OSError as exc:
+        raise LakeError(f"cannot record the files staged for {'.'.join(table.name())}: {exc}") from exc
+
+
+def announced(table: Table, within: timedelta) -> tuple[set[str], list[str]]:
+    """(paths of the files some process stages for ``table``, as its markers written in the last ``within`` list
+    them; the markers older than that). Raises LakeError when the markers cannot be listed or read."""
+    io = table.io
+    if not isinstance(io, PyArrowFileIO):  # fsspec: no listing we can rely on
+        return set(), []
+    scheme, netloc, root = io.parse_location(f"{table.metadata.location.rstrip('/')}/metadata", io.properties)
+    fs = io.fs_by_scheme(scheme, netloc)
+    cutoff = time.time() - within.total_seconds()
+    paths: set[str] = set()
+    stale: list[str] = []
+    try:
+        for info in fs.get_file_info(FileSelector(root, allow_not_found=True)):
+            if info.type != FileType.File or not info.base_name.startswith(MARKER):
+                continue
+            if info.mtime is not None and info.mtime.timestamp() < cutoff:
+                stale.append(info.path)
+                continue
+            paths.update(_listed(fs, info.path))
+    except OSError as exc:
+        raise LakeError(f"cannot read the staging markers of {'.'.join(table.name())}: {exc}") from exc
+    return paths, stale
+
+
+def _listed(fs: Any, path: str) -> list[str]:
+    """The paths a marker lists; one being written again is read again (it is written whole, in one go)."""
+    for attempt in range(3):
+        try:
+            with fs.open_input_stream(path) as stream:
+                return list(json.loads(stream.read())["paths"])
+        except FileNotFoundError:
+            return []  # committed or given up meanwhile
+        except (ValueError, KeyError, TypeError) as exc:
+            if attempt == 2:
+                raise OSError(f"staging marker {path} is unreadable: {exc}") from exc
+            time.sleep(0.05)
+    return []

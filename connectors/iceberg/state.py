@@ -278,6 +278,7 @@ class StateTable:
             staged.data += added
             if plan.deletes.num_rows:
                 staged.deletes.append(deletes.write(self.table.metadata, self.table.io, plan.deletes))
+            staging.announce(self.table, staged)  # other processes' upkeep must leave the files alone
             mine = {f.file_path for f in staged.data}
             staged.referenced.update({f.file_path: f for f in plan.referenced if f.file_path not in mine})
             staged.rows_added += plan.live.num_rows

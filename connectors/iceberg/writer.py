@@ -317,6 +317,7 @@ class LakeTable:
         if staged is None:
             staged = self._staged = staging.Staged(lsn=lsn)
         staged.data += staging.write(self.changelog, part)
+        staging.announce(self.changelog, staged)  # other processes' upkeep must leave the files alone
         staged.position = staging.last_position(part) or staged.position
         staged.rows += part.num_rows
 
