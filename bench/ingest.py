@@ -1,6 +1,6 @@
 """Ingest benchmark: throughput against the raw pgoutput stream, snapshot against COPY, freshness, memory.
 
-    python bench/ingest.py [--rows 1000000] [--snapshot-rows 1000000,5000000] [--fresh-seconds 30]
+    python bench/ingest.py [--rows 1000000] [--snapshot-rows 1000000,5000000] [--fresh-seconds 30] [--keep]
 
 Everything runs in one go on an embedded PostgreSQL, so every ratio compares figures measured on the same
 machine in the same minute. Prints a markdown table (the one in README.md).
@@ -57,6 +57,8 @@ commit_interval = "{interval}"
 
 
 class Worker:
+    running: list[Worker] = []  #: started and not stopped yet: stopped at the end whatever happened
+
     def __init__(self, cfg: Path, log: Path) -> None:
         self.log = log
         self.out = open(log, "wb")  # noqa: SIM115
@@ -66,6 +68,7 @@ class Worker:
             stderr=subprocess.STDOUT,
         )
         self.rss = PeakRss(self.proc.pid)
+        Worker.running.append(self)
 
     def wait_for(self, pattern: str, timeout: float = 600) -> re.Match[str]:
         deadline = time.monotonic() + timeout
@@ -82,7 +85,16 @@ class Worker:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(120)
         self.out.close()
+        Worker.running.remove(self)
         return self.rss.stop()
+
+    @classmethod
+    def kill_all(cls) -> None:
+        for worker in list(cls.running):
+            worker.proc.kill()
+            worker.proc.wait()
+            worker.out.close()
+            cls.running.remove(worker)
 
 
 def confirmed(conn: psycopg.Connection, slot: str) -> int:
@@ -355,6 +367,9 @@ def main() -> None:
     parser.add_argument("--table-rate", type=float, default=25.0, help="changes/s per table in that row")
     parser.add_argument("--tables-seconds", type=float, default=60.0, help="how long that row's load lasts")
     parser.add_argument("--only-tables", action="store_true", help="measure the many-tables row only")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the working directory (PostgreSQL, lake, worker logs) at the end"
+    )
     args = parser.parse_args()
     root = workdir("lakegate-bench-ingest-")
     pg = start_postgres(root)
@@ -460,8 +475,14 @@ def main() -> None:
         if args.tables:
             results += many_tables_rows(dsn, root, args)
     finally:
+        Worker.kill_all()
         pg.stop("immediate")
         print_table(f"lakegate ingest benchmark ({machine()}; PostgreSQL 18, fsync off)", results)
+        # a run leaves hundreds of MiB (PostgreSQL's data and WAL, the lake): gone unless asked for, Ctrl-C too
+        if args.keep:
+            print(f"\nkept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
