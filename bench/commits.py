@@ -31,6 +31,7 @@ from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Positio
 from lakegate.connectors.iceberg import flushcatalog, leancommit
 from lakegate.connectors.iceberg.catalog import open_catalog
 from lakegate.connectors.iceberg.writer import LakeTable
+from lakegate.ingest.worker import steady_gc
 
 ROWS = 5
 
@@ -128,6 +129,7 @@ def main() -> None:
 
 def run(args: argparse.Namespace, root: Path) -> None:
     lake = tables(root, args.tables)
+    steady_gc()  # as the worker does when it starts streaming
     lsn = 10
     for _ in range(args.history):
         flush(lake, lsn, together=not args.per_table)

@@ -48,7 +48,7 @@ def changes(
 
 
 def conformed(table: LakeTable, parts: list[pa.Table]) -> pa.Table:
-    schema = table.changelog.schema().as_arrow()  # type: ignore[union-attr]
+    schema = merge.arrow_schema(table.changelog.schema())  # type: ignore[union-attr]
     if not parts:
         return merge.empty_table(schema)
     return pa.concat_tables([merge.conform(p, schema) for p in parts])

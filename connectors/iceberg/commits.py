@@ -72,10 +72,8 @@ def guard_statistics(txn: Transaction, data: pa.Table) -> None:
             ):
                 continue
             bounds = _PY_DAYS if pa.types.is_date32(arr.type) else _PY_MICROS
-            low, high = pc.min_max(
-                arr.cast(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
-            ).values()
-            if low.as_py() < bounds[0] or high.as_py() > bounds[1]:
+            extremes = pc.min_max(arr)  # the scalars' ``value`` is the stored integer: no cast, no datetime
+            if extremes["min"].value < bounds[0] or extremes["max"].value > bounds[1]:
                 props[key] = "counts"
     if props:
         log.info(

@@ -187,7 +187,7 @@ def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) ->
     table's current columns, their deleted positions known from the layout (:func:`filereads.read_current`),
     through pyiceberg's scan otherwise."""
     table = state.table
-    target = table.schema().as_arrow()
+    target = merge.arrow_schema(table.schema())
     parts: list[pa.Table] = [merge.empty_table(target)]
     others: list[FileScanTask] = []
     for task in tasks:
@@ -236,7 +236,7 @@ def compact(
             for path in removed_deletes:
                 delta.remove(layout.delete_files[path])
             if rows is not None and rows.num_rows:
-                stream = stream_rows(txn, table, merge.conform(rows, table.schema().as_arrow()))
+                stream = stream_rows(txn, table, merge.conform(rows, merge.arrow_schema(table.schema())))
                 added = stream.files
                 written += [f.file_path for f in added]
                 for data_file in added:

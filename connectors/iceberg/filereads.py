@@ -16,6 +16,7 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg import merge
 
 
 def file_names(table: Table, parquet: pq.ParquetFile) -> dict[str, str]:
@@ -64,7 +65,7 @@ def read_current(table: Table, data_file: DataFile, deleted: np.ndarray) -> pa.T
     columns are not the table's current ones (by field id and name, of the same types but for the offset width of
     strings and binaries)."""
     schema = table.schema()
-    target = schema.as_arrow()
+    target = merge.arrow_schema(schema)
     with table.io.new_input(data_file.file_path).open() as stream:
         parquet = pq.ParquetFile(stream)  # type: ignore[arg-type]
         fields = list(parquet.schema_arrow)

@@ -48,7 +48,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import TableRequirement, TableUpdate, _update_table_metadata_log
 from pyiceberg.typedef import EMPTY_DICT, Properties
 from pyiceberg.utils.config import Config
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from lakegate.connectors.errors import CommitConflict, LakeError
@@ -90,6 +90,16 @@ _IOS: OrderedDict[tuple[Any, ...], FileIO] = OrderedDict()
 _IO_GUARD = threading.Lock()
 _EXCLUDE_NONE: bool | None = None  #: pyiceberg's ``legacy-current-snapshot-id`` setting, negated (read once)
 _GATES: dict[str, _Gate] = {}
+_SWAP = (
+    update(IcebergTables)
+    .where(
+        IcebergTables.catalog_name == bindparam("c"),
+        IcebergTables.table_namespace == bindparam("ns"),
+        IcebergTables.table_name == bindparam("n"),
+        IcebergTables.metadata_location == bindparam("before"),
+    )
+    .values(metadata_location=bindparam("after"), previous_metadata_location=bindparam("before"))
+)  #: one table's optimistic pointer swap, built once
 _GATES_GUARD = threading.Lock()
 
 
@@ -97,6 +107,10 @@ def _gate(uri: str) -> _Gate:
     """One per catalog database in this process: held while a flush is staged, and by every other commit."""
     with _GATES_GUARD:
         return _GATES.setdefault(uri, _Gate())
+
+
+class _Moved(Exception):
+    """A swap's optimistic check failed (raised inside the swap's transaction to roll it back)."""
 
 
 @dataclass
@@ -170,29 +184,41 @@ class FlushCatalog(SqlCatalog):
     def _swap(self, staged: _Flush) -> None:
         if not staged.swaps:
             return
+        rows = [
+            {"c": self.name, "ns": namespace, "n": name, "before": before, "after": after}
+            for (namespace, name), before, after in staged.swaps
+        ]
         try:
             with self.engine.begin() as conn:  # one transaction: every table of the flush, or none
-                for (namespace, name), before, after in staged.swaps:
-                    stmt = (
-                        update(IcebergTables)
-                        .where(
-                            IcebergTables.catalog_name == self.name,
-                            IcebergTables.table_namespace == namespace,
-                            IcebergTables.table_name == name,
-                            IcebergTables.metadata_location == before,
-                        )
-                        .values(metadata_location=after, previous_metadata_location=before)
-                    )
-                    if conn.execute(stmt).rowcount < 1:
-                        raise CommitConflict(
-                            f"lake table {namespace}.{name} was changed by another writer while this flush was "
-                            f"written (it no longer points at {before}); nothing of the flush was committed"
-                        )
+                if self.engine.dialect.supports_sane_multi_rowcount:
+                    # one statement executed for every row (a few hundred per flush): the ORM's statement
+                    # building per table cost more than the swaps themselves
+                    swapped = conn.execute(_SWAP, rows).rowcount
+                else:
+                    swapped = sum(conn.execute(_SWAP, row).rowcount for row in rows)
+                if swapped < len(rows):
+                    raise _Moved  # rolls the transaction back
+        except _Moved:
+            raise self._conflict(staged) from None
         except SQLAlchemyError as exc:
             raise LakeError(
                 f"cannot commit the flush's {len(staged.swaps)} table version(s) to the lake catalog "
                 f"{self.name!r}: {exc}"
             ) from exc
+
+    def _conflict(self, staged: _Flush) -> CommitConflict:
+        """The error for a flush whose swap found a table moved (the first such table, read after the rollback)."""
+        now = self._pointers()
+        chained = {after for _, _, after in staged.swaps}  #: a later swap of a table starts at an earlier's end
+        for (namespace, name), before, _ in staged.swaps:
+            if now.get((namespace, name)) != before and before not in chained:
+                break
+        else:
+            namespace, name, before = "?", "?", "?"
+        return CommitConflict(
+            f"lake table {namespace}.{name} was changed by another writer while this flush was "
+            f"written (it no longer points at {before}); nothing of the flush was committed"
+        )
 
     def _forget(self, staged: _Flush) -> None:
         """The flush did not land: the Table objects that hold its staged metadata read the catalog again."""

@@ -261,7 +261,7 @@ class LakeTable:
         whose ``open_lsn`` is another one (``data`` may then be empty)."""
         changelog = self.changelog
         assert changelog is not None
-        data = merge.conform(data, changelog.schema().as_arrow())
+        data = merge.conform(data, merge.arrow_schema(changelog.schema()))
         data, part = staging.split(data, open_lsn)
         if open_lsn is not None or position is None:
             position = staging.last_position(data)
