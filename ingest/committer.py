@@ -17,9 +17,12 @@ from lakegate.connectors.postgres.cdc import Flush
 
 
 class Committer(threading.Thread):
-    def __init__(self, write: Callable[[Flush], None]) -> None:
+    def __init__(self, write: Callable[[Flush], None], after: Callable[[], None] | None = None) -> None:
+        """``write`` writes a flush; ``after`` (optional) runs once it is handed back as completed, before the
+        next flush is written: work that must not delay the flush's confirmation (compactions)."""
         super().__init__(name="lakegate-committer", daemon=True)
         self._write = write
+        self._after = after
         self._inbox: queue.Queue[Flush | None] = queue.Queue(maxsize=1)
         self._done: queue.Queue[Flush] = queue.Queue()
         self._error: BaseException | None = None
@@ -31,12 +34,14 @@ class Committer(threading.Thread):
         while (flush := self._inbox.get()) is not None:
             try:
                 self._write(flush)
+                self._done.put(flush)  # confirmed by the reading thread while ``after`` runs
+                if self._after is not None:
+                    self._after()
             except BaseException as exc:  # handed to the reading thread, which raises it
                 self._error = exc
                 return
             finally:
-                self._written += 1
-            self._done.put(flush)
+                self._written += 1  # only now: the reader keeps gathering the next flush meanwhile
 
     def submit(self, flush: Flush) -> None:
         """Queue a flush; blocks while the previous one is still waiting (backpressure)."""

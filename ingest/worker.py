@@ -34,6 +34,7 @@ from lakegate.connectors.changes import (
 )
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import (
+    CommitConflict,
     LakeError,
     Resnapshot,
     SchemaChangeError,
@@ -92,6 +93,7 @@ class Worker:
         self.streaming = threading.Event()  #: set while the worker streams (snapshot done)
         self.leased = threading.Event()  #: set while this worker holds the source's lease (upkeep needs it)
         self.flushes = 0
+        self._written_refs: list[TableRef] = []  #: the tables of the flush being written (committer thread)
         self.rows_written = 0
         self._counting = threading.Lock()
         self.on_flush: Callable[[Flush], None] | None = None
@@ -275,7 +277,7 @@ class Worker:
     def _stream(self, source: PostgresSource) -> None:
         interval = self.cfg.commit_interval
         steady_gc()
-        committer = self.committer = Committer(lambda flush: self._write(flush, source))
+        committer = self.committer = Committer(lambda flush: self._write(flush, source), self._compact_due)
         committer.start()
 
         def confirm() -> None:  # on the reading thread: the only one that talks to PostgreSQL
@@ -375,6 +377,7 @@ class Worker:
             if table.staged_lsn not in (None, flush.open_lsn):
                 by_table.setdefault(ref, [])
         jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
+        self._written_refs = [ref for ref, _ in jobs]
         with flushcatalog.flush(self.catalog):
             if len(jobs) <= 1:
                 for ref, segments in jobs:
@@ -404,8 +407,28 @@ class Worker:
                 ),
             )
             return
-        table.append(data, flush.positions.get(ref), open_lsn=flush.open_lsn)  # its open transaction: staged
+        # its open transaction: staged; a compaction due waits for _compact_due
+        table.append(data, flush.positions.get(ref), open_lsn=flush.open_lsn, compact=False)
         self._appended(ref, data.num_rows)
+
+    def _compact_due(self) -> None:
+        """On the committer thread, once a flush is handed back for confirmation: the state-table compactions its
+        commits left due (a few tables per flush; see statesync.Follower), in one catalog transaction of their
+        own. Nothing of the flush waits for them, only the next flush does. A compaction that fails is tried
+        again later; one whose commit the catalog refuses (another writer) leaves the table's key index to be
+        read again, and the next flush meets the same conflict if there is one."""
+        due = [t for t in (self.lake.get(ref) for ref in self._written_refs) if t is not None and t.compaction_due]
+        self._written_refs = []
+        if not due:
+            return
+        try:
+            with flushcatalog.flush(self.catalog):
+                for table in due:
+                    table.compact_due()
+        except (LakeError, CommitConflict) as exc:
+            for table in due:
+                table.forget_index()
+            log.warning("the compactions after a flush were not committed (%s); they are tried again later", exc)
 
     def _appended(self, ref: TableRef, rows: int) -> None:
         with self._counting:  # tables commit on several threads

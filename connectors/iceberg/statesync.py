@@ -141,16 +141,25 @@ class Follower:
         self.follows = 0
         self.compact_at = self.limits.every  #: the follow count at which the state table is compacted next
         self.backoff = 0  #: follows to wait after a failed compaction (doubles while it fails)
+        self.due: Position | None = None  #: a compaction ``follow(compact_now=False)`` left for :meth:`compact_due`
 
     def state(self, table: LakeTable) -> StateTable:
         if self._state is None or self._state.table is not table.state:  # a state table loaded again
             self._state = state_of(table)
         return self._state
 
-    def follow(self, table: LakeTable, changes: pa.Table, before: Position, position: Position) -> None:
+    def follow(
+        self,
+        table: LakeTable,
+        changes: pa.Table,
+        before: Position,
+        position: Position,
+        *,
+        compact_now: bool = True,
+    ) -> None:
         """:func:`follow`, and every ``limits.every`` follows a compaction (the first one after ``every`` to
         ``2 * every - 1`` follows, depending on the table's name: a worker with many tables compacts a few of them
-        per flush)."""
+        per flush); without ``compact_now`` the compaction is left due, for :meth:`compact_due`."""
         state = self.state(table)
         every = self.limits.every
         if self.follows == 0 and every > 0:  # tables created together must not all compact at one flush: spread
@@ -158,7 +167,25 @@ class Follower:
         follow(table, state, changes, before, position)
         self.follows += 1
         if every > 0 and self.follows >= self.compact_at:
-            self._compact(state, position)
+            if compact_now:
+                self._compact(state, position)
+            else:
+                self.due = position
+
+    def compact_due(self, table: LakeTable) -> bool:
+        """Run the compaction :meth:`follow` left due, if any, on the state table it was due for; True when one
+        ran (failed or not: a failure is logged and tried again later, as in :meth:`follow`)."""
+        position, self.due = self.due, None
+        state = self._state
+        if position is None or state is None or state.table is not table.state:
+            return False  # the state table was loaded again since: the next follow decides anew
+        self._compact(state, position)
+        return True
+
+    def invalidate(self) -> None:
+        """The key index no longer describes the table (a compaction's commit did not land): read it again."""
+        if self._state is not None:
+            self._state.invalidate()
 
     def _compact(self, state: StateTable, position: Position) -> None:
         """A failure is logged and tried again later, waiting twice as long each time: the flush itself has

@@ -251,14 +251,22 @@ class LakeTable:
         return self._staged.lsn if self._staged is not None else None
 
     def append(
-        self, data: pa.Table, position: Position | None = None, *, open_lsn: int | None = None
+        self,
+        data: pa.Table,
+        position: Position | None = None,
+        *,
+        open_lsn: int | None = None,
+        compact: bool = True,
     ) -> None:
         """Append changes (change-log columns) and stamp ``position`` (default: the last change's) in the same
         commit, to the change log and then to the state table.
 
         ``open_lsn``: the commit LSN of a transaction whose end has not arrived yet. Its changes are staged, not
         committed (see connectors.iceberg.staging); the parts staged earlier are committed with the first call
-        whose ``open_lsn`` is another one (``data`` may then be empty)."""
+        whose ``open_lsn`` is another one (``data`` may then be empty).
+
+        Without ``compact``, a compaction of the state table that falls due is left for :meth:`compact_due` (the
+        worker runs them after its flush is visible, off the path of its changes to readers)."""
         changelog = self.changelog
         assert changelog is not None
         data = merge.conform(data, merge.arrow_schema(changelog.schema()))
@@ -270,11 +278,13 @@ class LakeTable:
             if data.num_rows:  # pgoutput sends each transaction whole, after the ones before it
                 raise LakeError(f"{self.schema.table}: changes before a transaction that is being staged")
         elif position is not None or staged is not None:
-            self._commit_changes(data, position or staged.position, staged)  # type: ignore[union-attr]
+            self._commit_changes(data, position or staged.position, staged, compact)  # type: ignore[union-attr]
         if part.num_rows:
             self.stage(part)
 
-    def _commit_changes(self, data: pa.Table, position: Position, staged: staging.Staged | None) -> None:
+    def _commit_changes(
+        self, data: pa.Table, position: Position, staged: staging.Staged | None, compact: bool = True
+    ) -> None:
         changelog = self.changelog
         assert changelog is not None
 
@@ -297,7 +307,7 @@ class LakeTable:
                 files,
             )
         if self.state is not None:
-            self._follow(data, before, position)
+            self._follow(data, before, position, compact)
 
     def stage(self, part: pa.Table) -> None:
         """Write ``part`` (changes of one transaction whose end has not arrived, change-log columns) to both
@@ -323,10 +333,28 @@ class LakeTable:
 
     # ------------------------------------------------------------------------------------- the state table
 
-    def _follow(self, data: pa.Table, before: Position, position: Position) -> None:
+    def _follow(self, data: pa.Table, before: Position, position: Position, compact: bool = True) -> None:
         """Commit the changes just appended to the change log to the state table; compact it now and then."""
         with self._state_lock():
-            self._follower.follow(self, data, before, position)
+            self._follower.follow(self, data, before, position, compact_now=compact)
+
+    @property
+    def compaction_due(self) -> bool:
+        """An ``append(compact=False)`` left a compaction of the state table due."""
+        return self._follower.due is not None
+
+    def compact_due(self) -> bool:
+        """Run the compaction an ``append(compact=False)`` left due; True when one ran. While a transaction is
+        staged on the table it waits (a compaction must not meet staged rows): the next commit finds it due again."""
+        if self.state is None or self._staged is not None or self._follower.due is None:
+            return False
+        with self._state_lock():
+            return self._follower.compact_due(self)
+
+    def forget_index(self) -> None:
+        """The state table's key index is read from the lake again at its next use (a compaction's commit that
+        the catalog refused had moved it already)."""
+        self._follower.invalidate()
 
     def catch_up(self) -> int:
         """Bring the state table up to the change log with position deletes; the number of changes applied."""
