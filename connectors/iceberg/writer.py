@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import GreaterThanOrEqual
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import LSN, SEQ, ZERO, Position, TableRef, TableSchema
@@ -42,7 +43,7 @@ from lakegate.connectors.iceberg.commits import (
     write_files,
 )
 from lakegate.connectors.iceberg.compaction import Thresholds
-from lakegate.connectors.iceberg.evolution import STORAGE, Backfill, attnums_of, schema_of
+from lakegate.connectors.iceberg.evolution import ATTNUMS, STORAGE, Backfill, attnums_of, schema_of
 from lakegate.connectors.iceberg.schema import CHANGELOG, CHANGELOG_SUFFIX, STATE, Evolution, plan_evolution
 from lakegate.connectors.iceberg.snapshot_sink import SnapshotSink, write_snapshot
 
@@ -82,6 +83,8 @@ class LakeTable:
         self._follower = statesync.Follower(compaction)
         #: the change-log files of a transaction written in parts, until its last part (connectors.iceberg.staging)
         self._staged: staging.Staged | None = None
+        #: the last plan (change-log schema object, its attnum record, source schema, plan)
+        self._plan: tuple[Schema, str | None, TableSchema, Evolution] | None = None
 
     @classmethod
     def open(cls, catalog: Catalog, ref: TableRef) -> LakeTable:
@@ -136,9 +139,17 @@ class LakeTable:
         self.changelog = self.state = None
 
     def plan(self, schema: TableSchema) -> Evolution:
-        """What writing rows of ``schema`` changes in the change log (see :meth:`evolve`)."""
+        """What writing rows of ``schema`` changes in the change log (see :meth:`evolve`). Asked twice per table
+        and flush with the same answer nearly always: kept for the same change-log schema object, attnum record
+        and source schema (about 0.1 ms a plan)."""
         assert self.changelog is not None
-        return plan_evolution(self.changelog.schema(), schema, CHANGELOG, attnums_of(self.changelog))
+        current, attnums = self.changelog.schema(), self.changelog.properties.get(ATTNUMS)
+        kept = self._plan
+        if kept is not None and kept[0] is current and kept[1] == attnums and kept[2] == schema:
+            return kept[3]
+        plan = plan_evolution(current, schema, CHANGELOG, attnums_of(self.changelog))
+        self._plan = (current, attnums, schema, plan)
+        return plan
 
     def evolve(self, schema: TableSchema, backfill: Backfill | None = None) -> None:
         """Make both tables able to hold rows of ``schema``: rename (by source identity), add and widen columns;
