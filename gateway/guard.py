@@ -13,6 +13,8 @@ The engines are sandboxed as well (layer 3, :mod:`lakegate.connectors.duckdb.eng
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from lakegate.gateway import functions
@@ -95,6 +97,9 @@ class Guard:
         names = {name.lower() for name in extra}
         self.extra = frozenset(n for n in names if "." not in n)
         self.qualified = frozenset(n for n in names if "." in n)  #: schema.function of the source's own
+        #: names of the functions of the PostgreSQL sources' extensions (asked only for a name not allowed
+        #: otherwise; the PostgreSQL route refuses those it must not run, :mod:`.pgfootprint`)
+        self.extension_functions: Callable[[], frozenset[str]] = frozenset
 
     def check(self, ast: exp.Expression, start: tuple[int | None, int | None] = (None, None)) -> None:
         """Raise :class:`Forbidden` (or :class:`UnsupportedQuery`) unless ``ast`` is a read-only query
@@ -146,7 +151,9 @@ class Guard:
     def _check_function(self, node: exp.Func) -> None:
         name = function_name(node)
         if isinstance(node, exp.Anonymous):
-            ok = functions.allowed(name, self.engine_functions, self.extra)
+            ok = functions.allowed(name, self.engine_functions, self.extra) or (
+                not functions.denied(name) and name in self.extension_functions()
+            )
         else:  # a function sqlglot knows by type: standard SQL, unless denied
             ok = type(node).__name__ not in _DENIED_TYPED and (
                 not functions.denied(name) or name in self.extra

@@ -29,6 +29,7 @@ from typing import Any, cast
 from sqlglot import exp
 
 from lakegate.connectors.iceberg.schema import CHANGELOG_SUFFIX
+from lakegate.connectors.postgres.extensions import Footprint
 from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.collations import Collation
@@ -38,6 +39,7 @@ from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
 from lakegate.gateway.pgcolumns import PgColumns, view_columns, with_source_collations
+from lakegate.gateway.pgfootprint import footprint
 from lakegate.gateway.pgtext import capped, user_text
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
@@ -59,6 +61,7 @@ class Plan:
     tables: list[str] = field(default_factory=list)
     pg_types: tuple[PgType | None, ...] | None = None  #: PostgreSQL's result column types (duckdb route)
     source_lsn: str | None = None  #: the source position the lake tables are read at (gateway.lakecut)
+    footprint: Footprint | None = None  #: the postgres route's (extension operators, :mod:`.pgfootprint`)
 
     def explain(self) -> dict[str, Any]:
         engine = {"engine": self.route, "source": self.source, "sql": self.sql}
@@ -117,6 +120,7 @@ class Routed:
     pg_split: tuple[str, str, str] = ("", "", "")  #: head, ctes, main with those tables read as views
     #: PostgreSQL's type of each result column (duckdb route; None where the gateway cannot tell)
     pg_types: tuple[PgType | None, ...] | None = None
+    footprint: Footprint | None = None  #: postgres route: what could meet an extension's operators
 
 
 class Router:
@@ -195,6 +199,7 @@ class Router:
                 {},
                 list(routed.tables),
                 routed.pg_types,
+                footprint=routed.footprint,
             )
         views: dict[str, str] = {}
         entries = [self.lake.entry(read.ref.schema, read.ref.name, listing) for read in routed.lakes]
@@ -239,16 +244,23 @@ class Router:
         pg_names = [
             (t, f"{_ident(r.schema).sql('postgres')}.{_ident(r.name).sql('postgres')}") for t, r in resolved
         ]
+        relations = tuple(dict.fromkeys((ref.schema, ref.name) for _, ref in resolved))
         own = text and user_text(text, ast, pg_names)
         if own:
-            return Routed(POSTGRES_ROUTE, capped(own, ast, max_rows), resolved[0][1].source, names)
+            sql = capped(own, ast, max_rows)
+            return Routed(
+                POSTGRES_ROUTE, sql, resolved[0][1].source, names, footprint=footprint(ast, relations, sql)
+            )
         for table, ref in resolved:
             table.set("catalog", None)
             table.set("db", _ident(ref.schema))
             table.set("this", _ident(ref.name))
         _strip_column_parts(ast, keep_db=True)
         cap_rows(ast, max_rows)
-        return Routed(POSTGRES_ROUTE, ast.sql(dialect="postgres"), resolved[0][1].source, names)
+        sql = ast.sql(dialect="postgres")
+        return Routed(
+            POSTGRES_ROUTE, sql, resolved[0][1].source, names, footprint=footprint(ast, relations, sql)
+        )
 
     # -------------------------------------------------------------------------------------------- duckdb
 

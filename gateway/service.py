@@ -26,11 +26,12 @@ import pyarrow as pa
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
 from lakegate.connectors.postgres import roles
-from lakegate.connectors.postgres.engine import PostgresEngine
+from lakegate.connectors.postgres.connection import with_settings
+from lakegate.connectors.postgres.engine import SCANNER_SETTINGS, PostgresEngine
 from lakegate.connectors.query import QueryError
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
-from lakegate.gateway import zones
+from lakegate.gateway import pgfootprint, zones
 from lakegate.gateway.cache import LakeCache, Lease
 from lakegate.gateway.catalog import POSTGRES, Catalog
 from lakegate.gateway.config import GatewaySettings
@@ -77,7 +78,9 @@ class Gateway:
         self.duckdb = DuckDBEngine(
             DuckDBConfig(
                 warehouse=lake.warehouse,
-                postgres={s.name: s.dsn for s in self.sources},
+                # the scanner's sessions search only pg_catalog: a filter it pushes down (v = 'abc') never
+                # resolves to an operator someone planted in public (README "Guard" item 2)
+                postgres={s.name: with_settings(s.dsn, SCANNER_SETTINGS) for s in self.sources},
                 threads=cfg.duckdb_threads,
                 memory_limit=cfg.duckdb_memory_limit,
                 pg_timeout_ms=int(cfg.timeout * 1000),
@@ -106,6 +109,7 @@ class Gateway:
         except QueryError as exc:
             raise Unavailable(f"DuckDB cannot start: {exc}") from exc
         self._guard = Guard(self.duckdb.functions(), frozenset(self.config.allow_functions))
+        self._guard.extension_functions = pgfootprint.ExtensionNames(self.postgres)
         self._fit_cache()
         return self
 
@@ -323,6 +327,7 @@ class Gateway:
     def _stream(self, plan: Plan, limits: Limits, deadline: float) -> Any:
         if plan.route == POSTGRES_ROUTE:
             assert plan.source is not None
+            pgfootprint.check(self.postgres[plan.source], plan.footprint)
             timeout = deadline_mod.remaining(deadline, limits.timeout)
             return self.postgres[plan.source].prepare(
                 plan.sql, timeout=timeout, max_bytes=limits.max_bytes, time_zone=limits.time_zone

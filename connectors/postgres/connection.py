@@ -35,6 +35,18 @@ def connect_kwargs(
     return params
 
 
+def with_settings(dsn: str, settings: dict[str, str]) -> str:
+    """``dsn`` whose sessions start with ``settings`` (libpq ``options``), for connections that others open
+    (DuckDB's PostgreSQL scanner); an invalid DSN is returned as it is, for its user to report."""
+    try:
+        params = conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return dsn
+    existing = params.get("options")
+    params["options"] = _options(settings, str(existing) if existing else None)
+    return conninfo.make_conninfo("", **params)
+
+
 def connect(
     dsn: str,
     *,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, suppress
 from typing import Any
@@ -29,7 +30,9 @@ from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lakegate.connectors import intervals
+from lakegate.connectors.postgres import extensions as ext
 from lakegate.connectors.postgres.connection import connect_kwargs
+from lakegate.connectors.postgres.failures import translate
 from lakegate.connectors.postgres.roles import PRIVILEGED_ROLES, ROLE_QUERY, privileged_message, role_problems
 from lakegate.connectors.postgres.types import (
     TYPE_QUERY,
@@ -41,23 +44,24 @@ from lakegate.connectors.postgres.types import (
     codec_for,
 )
 from lakegate.connectors.query import (
-    INTERNAL,
     INVALID,
     PERMISSION,
     RESOURCES,
-    SYNTAX,
     TOO_LARGE,
     UNAVAILABLE,
-    UNDEFINED,
     QueryCancelled,
     QueryError,
 )
 
 CHUNK_BYTES = 4 * 2**20
+EXTENSIONS_TTL = 5.0  #: seconds the extension schemas read from a database are used
 #: Session defaults of every pooled session (start-up options, so DISCARD ALL returns to them): read-only
 #: transactions, and only pg_catalog on the search path (tables are always schema-qualified by the router), so
-#: that an unqualified function or operator never resolves to one a user created in another schema.
+#: that an unqualified function or operator never resolves to one a user created in another schema; a query's
+#: transaction adds the schemas of extensions that no untrusted role can write (:mod:`.extensions`).
 SESSION_SETTINGS = {"default_transaction_read_only": "on", "search_path": "pg_catalog,pg_temp"}
+#: DuckDB's PostgreSQL scanner's sessions: only pg_catalog too (its pushed-down filters name no extension's)
+SCANNER_SETTINGS = {"search_path": "pg_catalog,pg_temp"}
 #: Field metadata marking a string column that holds exact numeric text (unconstrained ``numeric``).
 NUMERIC_TEXT = {b"lakegate.numeric": b"text"}
 #: Field metadata: the result column's PostgreSQL type name (``pg_type.typname``).
@@ -94,6 +98,23 @@ class PostgresEngine:
         #: ``allow_privileged_role``); ``refused`` says why the last session was refused
         self.readers_only = False
         self.refused: str | None = None
+        self._extensions: tuple[float, ext.Extensions] | None = None
+
+    def extensions(self, conn: psycopg.Connection | None = None) -> ext.Extensions:
+        """The extension schemas of the database that queries search (read again after ``EXTENSIONS_TTL``
+        seconds, on ``conn`` inside its transaction when given)."""
+        known = self._extensions
+        if known is not None and time.monotonic() - known[0] < EXTENSIONS_TTL:
+            return known[1]
+        run = self.fetch if conn is None else (lambda sql, params=(): conn.execute(sql, params or None).fetchall())
+        found = ext.load(run)
+        self._extensions = (time.monotonic(), found)
+        return found
+
+    def carriers(self, relations: tuple[tuple[str, str], ...], type_oids: frozenset[int]) -> set[str]:
+        """Column names of ``relations`` whose type is one of ``type_oids`` (or a domain or array of one)."""
+        schemas, names = [r[0] for r in relations], [r[1] for r in relations]
+        return {str(row[0]) for row in self.fetch(ext.CARRIERS, (schemas, names, sorted(type_oids)))}
 
     def _ensure_open(self) -> None:
         with self._open_lock:
@@ -258,6 +279,9 @@ class PostgresResult:
         try:
             conn.execute("BEGIN READ ONLY")
             conn.execute(f"SET LOCAL statement_timeout = '{max(1, int(timeout * 1000))}ms'")
+            # the schemas of extensions that no untrusted role can write, after pg_catalog (.extensions)
+            path = engine.extensions(conn).search_path
+            conn.execute("SELECT set_config('search_path', %s, true)", (path,))
             if self.time_zone:
                 conn.execute("SELECT set_config('TimeZone', %s, true)", (self.time_zone,))
             columns = _describe(conn, sql)
@@ -371,41 +395,3 @@ def parse_csv(data: bytes | bytearray, columns: list[str]) -> pa.Table:
             quoted_strings_can_be_null=False,
         ),
     )
-
-
-_KINDS = {
-    "42601": SYNTAX,
-    "42P01": "undefined_table",
-    "42703": UNDEFINED,
-    "42883": UNDEFINED,
-    "42704": UNDEFINED,
-    "3F000": UNDEFINED,
-    "42501": PERMISSION,
-    "25006": PERMISSION,
-    "0A000": INVALID,
-    "53200": RESOURCES,
-    "53100": RESOURCES,
-    "53300": UNAVAILABLE,
-    "54000": RESOURCES,
-}
-#: SQLSTATE classes that are not about the query: the connection, the server's state, its own faults.
-_CLASSES = {"08": UNAVAILABLE, "57": UNAVAILABLE, "58": UNAVAILABLE, "53": RESOURCES, "XX": INTERNAL}
-
-
-def translate(exc: psycopg.Error, *, cancelled: bool = False) -> QueryError:
-    """A psycopg error -> QueryError (PostgreSQL's message, detail and hint, without the statement). Any error
-    PostgreSQL reports about the query itself (a SQLSTATE outside the connection/server classes) is INVALID,
-    a 400 that carries the SQLSTATE."""
-    sqlstate = getattr(exc, "sqlstate", None) or ""
-    diag = getattr(exc, "diag", None)
-    text = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
-    for extra in ("message_detail", "message_hint"):
-        value = getattr(diag, extra, None) if diag is not None else None
-        if value:
-            text += f" ({value})"
-    if cancelled or sqlstate == "57014":
-        return QueryCancelled(f"PostgreSQL cancelled the query: {text}", engine="postgres")
-    if isinstance(exc, psycopg.OperationalError) and not sqlstate:
-        return QueryError(f"PostgreSQL is unavailable: {text}", UNAVAILABLE, engine="postgres")
-    kind = (_KINDS.get(sqlstate) or _CLASSES.get(sqlstate[:2], INVALID)) if sqlstate else INTERNAL
-    return QueryError(text, kind, engine="postgres", sqlstate=sqlstate)
