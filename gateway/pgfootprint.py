@@ -22,6 +22,7 @@ from sqlglot.tokens import TokenType
 from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.postgres.extensions import Footprint, refusal
 from lakegate.connectors.query import QueryError
+from lakegate.gateway import functions
 from lakegate.gateway.errors import Forbidden, QueryFailed
 from lakegate.gateway.execute import engine_error
 from lakegate.gateway.guard import function_name
@@ -165,8 +166,9 @@ def check(engine: PostgresEngine, fp: Footprint | None) -> None:
 
 
 class ExtensionNames:
-    """The guard's view of the sources' extension functions: their names, read from each source (a source
-    that cannot be read is asked again after ``RETRY`` seconds; meanwhile its names are not known)."""
+    """The guard's view of the sources' extension functions: the names of those of the extensions in
+    :data:`lakegate.gateway.functions.EXTENSIONS`, read from each source (a source that cannot be read is asked
+    again after ``RETRY`` seconds; meanwhile its names are not known)."""
 
     RETRY = 60.0
 
@@ -181,7 +183,7 @@ class ExtensionNames:
             if failed is not None and time.monotonic() - failed < self.RETRY:
                 continue
             try:
-                names |= engine.extensions().functions
+                names |= engine.extensions().functions(functions.EXTENSIONS)
                 self._failed.pop(source, None)
             except QueryError:
                 self._failed[source] = time.monotonic()

@@ -39,6 +39,7 @@ SAFE = (
 CREATE EXTENSION citext;
 CREATE EXTENSION pg_trgm;
 CREATE EXTENSION hstore;
+CREATE EXTENSION pgstattuple;  -- an administration extension: its functions stay refused
 CREATE TABLE people (id int PRIMARY KEY, c citext, t text, v varchar(20), h hstore);
 CREATE TABLE tags (id int PRIMARY KEY, c citext, label text);
 -- the database's own function (not an extension's) named like a built-in: never run for a token holder
@@ -212,6 +213,13 @@ def test_the_database_own_function_is_not_run(safe: Setup) -> None:
     assert response.status_code == 403, response.text
     message = response.json()["error"]["message"]
     assert "public.initcap" in message and "pg_catalog.initcap" in message, message
+
+
+def test_functions_of_administration_extensions_stay_refused(safe: Setup) -> None:
+    assert _postgres(safe, "SELECT (pgstattuple('public.people')).tuple_count").error is None  # psql runs it
+    response = safe.client.post("/v1/query", json={"sql": "SELECT pgstattuple('public.people') FROM pg.public.tags"})
+    assert response.status_code == 403, response.text
+    assert "pgstattuple() is not allowed" in response.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("template", FEDERATED)

@@ -75,7 +75,10 @@ SELECT n.nspname::text, pg_catalog.pg_get_userbyid(n.nspowner)::text,
         WHERE d.deptype = 'e' AND t.typnamespace = n.oid),
   ARRAY({_EXT_TYPES})::int8[],
   ARRAY(SELECT t.typname::text FROM pg_catalog.pg_type t WHERE t.typnamespace = n.oid AND EXISTS ({_IS_TYPE})),
-  ARRAY(SELECT DISTINCT p.proname::text FROM pg_catalog.pg_proc p WHERE p.pronamespace = n.oid AND EXISTS ({_IS_PROC})),
+  ARRAY(SELECT DISTINCT e.extname || ' ' || p.proname FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+             AND d.deptype = 'e'
+        JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid WHERE p.pronamespace = n.oid),
   ARRAY(SELECT DISTINCT p.proname::text FROM pg_catalog.pg_proc p WHERE p.pronamespace = n.oid AND EXISTS ({_IS_PROC})
         AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc q
                         WHERE q.pronamespace = 'pg_catalog'::pg_catalog.regnamespace AND q.proname = p.proname)),
@@ -127,6 +130,7 @@ class ExtensionSchema:
     type_oids: frozenset[int]
     types: frozenset[str]  #: the extensions' type names (arrays as _name)
     functions: frozenset[str]  #: the extensions' function names
+    by_extension: tuple[tuple[str, str], ...]  #: (extension, function name)
     new_functions: frozenset[str]  #: those that pg_catalog has no function of that name for
     shadow_functions: frozenset[str]  #: extension functions on core types only, named like a pg_catalog one
     shadow_operators: frozenset[str]  #: extension operators on core types that a pg_catalog operator matches
@@ -178,11 +182,10 @@ class Extensions:
         quoted = ('"' + s.name.replace('"', '""') + '"' for s in self.searched)
         return ", ".join(["pg_catalog", *quoted, "pg_temp"])
 
-    @property
-    def functions(self) -> frozenset[str]:
-        """Names of extension functions on the default path (the guard lets them through; :func:`refusal`
-        refuses those of schemas that are not searched)."""
-        return frozenset().union(*(s.functions for s in self.schemas))
+    def functions(self, extensions: frozenset[str]) -> frozenset[str]:
+        """Names of the functions of ``extensions`` on the default path (the guard lets them through;
+        :func:`refusal` refuses those of schemas that are not searched)."""
+        return frozenset(name for s in self.schemas for ext, name in s.by_extension if ext in extensions)
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,8 @@ def _schema(row: tuple[object, ...]) -> ExtensionSchema:
         extensions=tuple(sorted(names(row[4]))),
         type_oids=frozenset(int(v) for v in row[5] or ()),  # type: ignore[attr-defined]
         types=names(row[6]),
-        functions=names(row[7]),
+        functions=frozenset(pair.split(" ", 1)[1] for pair in names(row[7])),
+        by_extension=tuple(sorted(tuple(pair.split(" ", 1)) for pair in names(row[7]))),  # type: ignore[misc]
         new_functions=names(row[8]),
         shadow_functions=names(row[9]),
         shadow_operators=names(row[10]),
