@@ -42,6 +42,8 @@ _WHAT: dict[type[exp.Expr], str] = {
     exp.ILike: "ILIKE",
     exp.NullSafeEQ: "IS NOT DISTINCT FROM",
     exp.NullSafeNEQ: "IS DISTINCT FROM",
+    exp.JSONExtract: "->",
+    exp.JSONExtractScalar: "->>",
 }
 _THROUGH = (exp.Paren, exp.Alias)
 #: operators written as keywords
@@ -62,7 +64,7 @@ def footprint(ast: exp.Expression, relations: tuple[tuple[str, str], ...], sql: 
         elif isinstance(node, exp.Join):
             opaque = opaque or node.args.get("method") == "NATURAL"
             for ident in node.args.get("using") or ():
-                uses.setdefault(_name(ident), "USING (=)")
+                uses.setdefault(_name(ident), "operator = (USING)")
         elif isinstance(node, exp.TableAlias) and node.args.get("columns"):
             opaque = True  # renamed by position
         elif isinstance(node, exp.Star) and _in_expression(node):
@@ -98,11 +100,13 @@ def _use(column: exp.Column, aliases: set[tuple[str, str]]) -> str | None:
         return None
     if isinstance(parent, exp.Window) and child in (parent.args.get("partition_by") or ()):
         return None
-    if isinstance(parent, exp.Func):
-        return f"{function_name(parent)}()"
     if parent is None:
-        return ""
-    return _WHAT.get(type(parent), parent.key.upper())
+        return "an expression"
+    if type(parent) in _WHAT:
+        return f"operator {_WHAT[type(parent)]}"
+    if isinstance(parent, exp.Func):
+        return f"function {function_name(parent)}()"
+    return parent.key.upper()
 
 
 def _in_expression(node: exp.Expression) -> bool:

@@ -10,10 +10,11 @@ searched only where nothing an untrusted role can create would be found there:
   ``"$user", public``), in that order, after ``pg_catalog`` — psql would not find an extension elsewhere either;
 * it holds members of an installed extension (``pg_depend.deptype = 'e'``);
 * its owner is a superuser, the database's owner or ``pg_database_owner`` (PostgreSQL 15+'s owner of
-  ``public``), and no other role but superusers can create objects in it: no ``CREATE`` granted to ``PUBLIC``
-  or to any role (``has_schema_privilege`` of every role, which counts grants to groups and ``PUBLIC``), and no
-  non-superuser member of the owner (who could act as it). PostgreSQL 13/14's ``public`` (``CREATE`` for
-  ``PUBLIC``) is not searched; PostgreSQL 15+'s is, unless someone granted ``CREATE`` on it;
+  ``public``), and no other role but superusers can create objects in it: its ACL (``aclexplode``) grants
+  ``CREATE`` to no one else — not ``PUBLIC``, no role or group — and no non-superuser is a member of the owner
+  (who could act as it). That is every way to the privilege: grants and ownership. PostgreSQL 13/14's
+  ``public`` (``CREATE`` for ``PUBLIC``) is not searched; PostgreSQL 15+'s is, unless someone granted
+  ``CREATE`` on it;
 * it holds no operator that is not an extension's (one the owner made would be found implicitly, by ``=``
   of a join or ``IN``, whatever its function does).
 
@@ -58,13 +59,14 @@ WITH db AS (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname = pg_c
 SELECT n.nspname::text, pg_catalog.pg_get_userbyid(n.nspowner)::text,
   (SELECT r.rolsuper OR r.rolname = 'pg_database_owner' OR r.oid = db.datdba
    FROM pg_catalog.pg_roles r WHERE r.oid = n.nspowner),
-  ARRAY(SELECT 'PUBLIC' FROM pg_catalog.aclexplode(n.nspacl) a WHERE a.grantee = 0 AND a.privilege_type = 'CREATE'
-        UNION ALL
+  ARRAY(SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END
+        FROM pg_catalog.aclexplode(n.nspacl) a LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee
+        WHERE a.privilege_type = 'CREATE' AND a.grantee <> n.nspowner AND a.grantee <> db.datdba
+          AND NOT coalesce(r.rolsuper, false)
+        UNION
         SELECT r.rolname::text FROM pg_catalog.pg_roles r
         WHERE NOT r.rolsuper AND r.oid <> n.nspowner AND r.oid <> db.datdba
-          AND (pg_catalog.has_schema_privilege(r.oid, n.oid, 'CREATE')
-               OR pg_catalog.pg_has_role(r.oid, n.nspowner, 'MEMBER')
-               OR pg_catalog.pg_has_role(r.oid, db.datdba, 'MEMBER'))),
+          AND pg_catalog.pg_has_role(r.oid, n.nspowner, 'MEMBER')),
   ARRAY(SELECT DISTINCT e.extname::text FROM pg_catalog.pg_depend d
         JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
         JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND p.oid = d.objid
@@ -283,11 +285,11 @@ def refusal(ext: Extensions, fp: Footprint, carriers: Carriers) -> tuple[str, bo
         why = _unsafe_use(schema, fp, carriers)
         if why:
             return (
-                f"{why} of extension {', '.join(schema.extensions)}, which psql would use, is in schema "
-                f"{quote_ident(schema.name)}, which the gateway does not search because {schema.problem}: an "
-                "operator or function planted there would run instead. It does not answer with another "
-                f"operator either. To have it answered, {schema.fix}; or cast to a built-in type (col::text) "
-                "for the built-in's semantics",
+                f"{why} needs extension {', '.join(schema.extensions)} (psql would use its operators and "
+                f"functions), whose schema {quote_ident(schema.name)} the gateway does not search because "
+                f"{schema.problem}: an operator or function planted there could run instead, and the gateway does "
+                f"not answer with a built-in one either. To have it answered, {schema.fix}; or cast to a built-in "
+                "type (col::text) for the built-in's semantics",
                 False,
             )
     return None
@@ -299,7 +301,7 @@ def _unsafe_use(schema: ExtensionSchema, fp: Footprint, carriers: Carriers) -> s
         return f"function {called[0]}()"
     cast = sorted(fp.casts & schema.types)
     if cast:
-        return f"type {cast[0]}"
+        return f"a cast to type {cast[0]}"
     shadow = sorted(fp.operators & schema.shadow_operators | schema.shadow_operators & _IMPLICIT)
     if shadow:
         return f"operator {shadow[0]}"
@@ -309,7 +311,7 @@ def _unsafe_use(schema: ExtensionSchema, fp: Footprint, carriers: Carriers) -> s
     if not names:
         return None
     if fp.opaque:
-        return f"the type of column {sorted(names)[0]} (renamed by position here), and so an operator"
+        return f"column {sorted(names)[0]} (renamed by position here)"
     grown = True
     while grown:  # a column passed on under another name carries its type along
         more = {new for old, new in fp.aliases if old in names} - names
@@ -317,7 +319,7 @@ def _unsafe_use(schema: ExtensionSchema, fp: Footprint, carriers: Carriers) -> s
         grown = bool(more)
     for column, how in fp.uses:
         if column in names:
-            return f"{how} on column {column}, an operator or function"
+            return f"{how} on column {column}"
     return None
 
 
