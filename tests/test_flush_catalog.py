@@ -138,3 +138,33 @@ def test_a_flush_that_loses_a_race_commits_nothing_and_the_worker_goes_on(
     for name in ("public.a", "public.b"):
         assert_lake_equals_source(pg, settings, name)
         _assert_no_duplicates(settings, name)
+
+
+def _open_at_barrier(uri: str, warehouse: str, barrier: object, results: object) -> None:
+    barrier.wait()  # type: ignore[attr-defined]
+    try:
+        open_catalog("lake", uri, warehouse)
+        results.put("ok")  # type: ignore[attr-defined]
+    except Exception as exc:  # reported to the test, which names it
+        results.put(repr(exc))  # type: ignore[attr-defined]
+
+
+def test_processes_opening_one_fresh_catalog_together_all_succeed(tmp_path: Path) -> None:
+    """Two workers started at once on a fresh lake both found no catalog tables and the slower one failed with
+    "table iceberg_tables already exists" (seen in test_ingest_lease under load). Six real processes open one
+    fresh SQLite catalog at the same instant, three times (before the fix 16 of 60 such opens failed)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")  # fast; this test starts no thread before
+    for round_ in range(3):
+        uri = f"sqlite:///{tmp_path / f'catalog{round_}.db'}"
+        barrier, results = ctx.Barrier(6), ctx.Queue()
+        args = (uri, str(tmp_path / "wh"), barrier, results)
+        procs = [ctx.Process(target=_open_at_barrier, args=args) for _ in range(6)]
+        for proc in procs:
+            proc.start()
+        outcomes = [results.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+        assert outcomes == ["ok"] * 6, outcomes
+        assert SqlCatalog("lake", uri=uri, warehouse=(tmp_path / "wh").as_uri()).list_namespaces() == []

@@ -141,6 +141,19 @@ class FlushCatalog(SqlCatalog):
         self._gate = _gate(str(properties.get("uri", "")))
         self._flush: _Flush | None = None
 
+    def create_tables(self) -> None:
+        """pyiceberg creates the catalog's tables when it finds none; two processes opening one fresh catalog
+        both find none, and the slower one's CREATE TABLE fails with "already exists" (SQLite has no IF NOT
+        EXISTS in SQLAlchemy's check-then-create). The tables the other process made are the same ones: check
+        again instead of failing."""
+        for attempt in range(8):  # one more per table the other process may be creating meanwhile
+            try:
+                super().create_tables()  # checkfirst: creates only what is still missing
+                return
+            except SQLAlchemyError as exc:
+                if "already exists" not in str(exc).lower() or attempt == 7:
+                    raise
+
     # ------------------------------------------------------------------------------------------ the flush
 
     @contextlib.contextmanager
