@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -25,8 +26,11 @@ def pg_server() -> Iterator[embedded.EmbeddedPostgres]:
     server = embedded.start(
         root / "data", {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
     )
-    yield server
-    server.stop("immediate")
+    try:
+        yield server
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(root, ignore_errors=True)  # ~60 MiB a session; /tmp filled with them otherwise
 
 
 def _drop_database(admin: psycopg.Connection, name: str) -> None:
