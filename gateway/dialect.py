@@ -15,7 +15,9 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
 * :mod:`~lakegate.gateway.dialect_values`: arrays, ``= ANY``/``= ALL`` with NULLs, ``extract``/``date_part``/
   ``date_trunc``, json;
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
-* :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave).
+* :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave);
+* :mod:`~lakegate.gateway.dialect_scale`: unconstrained numerics held as their text are read as decimals where
+  their value is used (before every other rule), and result numerics print with PostgreSQL's display scale.
 
 DuckDB macros and functions the rules call are created by :mod:`lakegate.connectors.duckdb.pgmacros`. Each rule
 is covered by the differential corpus (``tests/answers``), which runs every query on PostgreSQL and both routes.
@@ -78,12 +80,14 @@ def rules() -> list[Rule]:
         dialect_numbers,
         dialect_opaque,
         dialect_patterns,
+        dialect_scale,
         dialect_text,
         dialect_values,
         dialect_zones,
     )
 
     return [
+        *dialect_scale.RULES,
         *dialect_opaque.RULES,
         *dialect_jsontext.FIRST,
         *dialect_collation.RULES,
@@ -122,7 +126,10 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
                 continue
             if parent is None:
                 raise refusal(node, "this statement")
-            typer.note(replacement, typer.of(node))
+            typ = typer.of(node)
+            if typ is not None and typ.held_text:  # the column's text is read as its value
+                typ = dataclasses.replace(typ, held_text=False)
+            typer.note(replacement, typ)
             _put(parent, key, index, replacement)
             if not _wraps(replacement, node):
                 replaced.add(id(node))

@@ -45,7 +45,7 @@ def _collate(node: exp.Expr, types: Typer) -> exp.Expr | None:
 def _ordering(node: exp.Expr, types: Typer) -> exp.Expr | None:
     operands: list[exp.Expr | None]
     if isinstance(node, exp.Ordered):
-        operands = [_ordered_value(node)]
+        operands = [resolve_order_by(node)]
     elif isinstance(node, _ORDERING):
         operands = [node.this, node.expression]
     elif isinstance(node, exp.Between):
@@ -77,7 +77,7 @@ def _follow(node: exp.Ordered, collation: str) -> exp.Expr | None:
     value = node.this
     order = node.parent
     if isinstance(value, exp.Literal) or isinstance(value, exp.Column) and not value.table:
-        resolved = _ordered_value(node)
+        resolved = resolve_order_by(node)
         if resolved is value and isinstance(value, exp.Literal):
             return None
         select = order.parent if order is not None else None
@@ -100,7 +100,7 @@ def _follow(node: exp.Ordered, collation: str) -> exp.Expr | None:
     return first
 
 
-def _ordered_value(node: exp.Ordered) -> exp.Expr:
+def resolve_order_by(node: exp.Ordered) -> exp.Expr:
     """What an ORDER BY item orders by: a select item named by its position or output name stands for it."""
     value = node.this
     order = node.parent

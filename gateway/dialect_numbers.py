@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.dialect_scale import text_of
 from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
@@ -58,7 +59,7 @@ def exact_divide(
     operand of ``loose`` scale (unconstrained numeric, read as ``DECIMAL(38, 18)``) goes as its value's own
     digits (PostgreSQL's result scale follows the operands' display scales); ``a_text`` replaces ``a``'s text."""
     texts = [
-        call("pg_loose_text", operand) if is_loose else cast(operand, "VARCHAR")
+        _loose_text(operand) if is_loose else cast(operand, "VARCHAR")
         for operand, is_loose in zip((a, b), loose, strict=True)
     ]
     text = call(
@@ -69,6 +70,13 @@ def exact_divide(
         exp.Literal.string(mode),
     )
     return cast(text, f"DECIMAL(38, {scale})")
+
+
+def _loose_text(operand: exp.Expr) -> exp.Expr:
+    """An unconstrained numeric's text with its display scale: its own text where it is read from one (a lake
+    column, a quotient), else its value's digits (trailing zeros it may have had are not known there)."""
+    text = text_of(operand)
+    return text.copy() if text is not None else call("pg_loose_text", operand)
 
 
 def _division(node: exp.Expr, types: Typer) -> exp.Expr | None:
@@ -155,7 +163,14 @@ def _aggregates(node: exp.Expr, types: Typer) -> exp.Expr | None:
         if not arg.loose_scale:
             return exact_divide(total, count, quotient_scale(_digits(arg)))
         # the sum's display scale is the largest of its values' (not DECIMAL(38, 18)'s)
-        digits = _rewrap(node, agg, exp.Max, call("pg_text_scale", _argument(agg).copy()))
+        argument = _argument(agg)
+        own = text_of(argument)
+        own_scale = (
+            call("pg_numeric_scale", own.copy())
+            if own is not None
+            else call("pg_text_scale", argument.copy())
+        )
+        digits = _rewrap(node, agg, exp.Max, own_scale)
         text = call("pg_numeric_rescale", cast(total.copy(), "VARCHAR"), digits)
         return exact_divide(total, count, quotient_scale(None), a_text=text)
     kind = _statistic_kind(agg)
@@ -277,12 +292,16 @@ def _cast(node: exp.Expr, types: Typer) -> exp.Expr | None:
         node.set("this", call("pg_int_text", node.this))
         return None
     if to.this in (exp.DType.DOUBLE, exp.DType.FLOAT) and source is not None and source.string:
-        node.set("this", call("pg_float8_text" if to.this == exp.DType.DOUBLE else "pg_float4_text", node.this))
+        node.set(
+            "this", call("pg_float8_text" if to.this == exp.DType.DOUBLE else "pg_float4_text", node.this)
+        )
         return None
     if to.this != exp.DType.DECIMAL:
         return None
     if source is not None and source.floating:
-        node.set("this", call("pg_float_numeric", node.this))
+        node.set(
+            "this", call("pg_float_numeric", node.this, exp.Literal.number(6 if source.is_("float4") else 15))
+        )
         source = None  # text of at most 15 significant digits
     if to.expressions:
         return None
@@ -291,6 +310,8 @@ def _cast(node: exp.Expr, types: Typer) -> exp.Expr | None:
 
 def _to_numeric(node: exp.Cast, source: PgType | None) -> exp.Expr:
     inner = node.this
+    if isinstance(inner, exp.Literal) and not inner.is_string and not inner.is_int:
+        return _numeric_literal(node, inner.this)  # 1e3: a double in DuckDB
     if source is not None and source.numeric:
         return inner  # numeric::numeric changes nothing
     if source is not None and source.integer:
@@ -310,10 +331,19 @@ def _numeric_literal(node: exp.Expr, text: str) -> exp.Expr:
         raise refusal(node, f"the numeric {text.strip()} (DuckDB's decimal has no NaN or infinity)")
     exponent = int(value.as_tuple().exponent)
     scale = max(0, -exponent)
-    digits = max(len(value.as_tuple().digits) - max(0, -exponent), 1) + scale
+    digits = max(len(value.as_tuple().digits) + exponent, 1) + scale
+    text = format(value, "f")  # PostgreSQL reads 1e3 as 1000
     if digits > 38:
         raise refusal(node, f"the numeric {text.strip()} (more than 38 digits)")
     return cast(exp.Literal.string(text), f"DECIMAL({max(digits, scale, 1)}, {scale})")
 
 
-RULES: list[Rule] = [_division, _int_div, _float_arithmetic, _aggregates, _math, _cast]
+def _exponent_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """A number written with an exponent (``1e3``) is a numeric in PostgreSQL (DuckDB: a double)."""
+    exponent = isinstance(node, exp.Literal) and not node.is_string and "e" in node.this.lower()
+    if exponent and not (isinstance(node.parent, exp.Cast) and node.arg_key == "this"):
+        return _numeric_literal(node, node.this)
+    return None
+
+
+RULES: list[Rule] = [_exponent_literal, _division, _int_div, _float_arithmetic, _aggregates, _math, _cast]

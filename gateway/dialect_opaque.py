@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from lakegate.gateway import dialect_keys
 from lakegate.gateway.dialect import Rule, refusal
-from lakegate.gateway.dialect_collation import _ordered_value
+from lakegate.gateway.dialect_collation import resolve_order_by
 from lakegate.gateway.pgtype import EQUAL, ORDERED, PgType
 from lakegate.gateway.pgtyping import Typer
 
@@ -45,7 +45,7 @@ def _as_text(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     use, parent = _use(node)
     if dialect_keys.keyed(typ):
-        item = _ordered_value(parent) if isinstance(parent, exp.Ordered) else None
+        item = resolve_order_by(parent) if isinstance(parent, exp.Ordered) else None
         rewritten = dialect_keys.rewrite(node, use, parent, typ, types, item)
         if rewritten is not None:
             return rewritten
@@ -125,7 +125,7 @@ def _describe(node: exp.Expr, parent: exp.Expr | None) -> str:
 
 
 def _ordered_text(ordered: exp.Ordered) -> str:
-    return _ordered_value(ordered).sql(dialect="postgres")
+    return resolve_order_by(ordered).sql(dialect="postgres")
 
 
 def _held(typ: PgType) -> str:
@@ -147,7 +147,7 @@ def _ordered_by_position(node: exp.Expr, types: Typer) -> exp.Expr | None:
     """``ORDER BY 2`` / ``ORDER BY alias`` of a select item of a type held as text: as ordering by the item."""
     if not isinstance(node, exp.Ordered) or isinstance(node.this, exp.Column) and node.this.table:
         return None
-    value = _ordered_value(node)
+    value = resolve_order_by(node)
     if value is node.this:
         return None
     typ = _typed(value, types)

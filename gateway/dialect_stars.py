@@ -17,7 +17,7 @@ from lakegate.gateway.dialect import refusal
 from lakegate.gateway.errors import BadRequest
 from lakegate.gateway.parse import position
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtyping import Typer, output_name, shared_columns, star_of
+from lakegate.gateway.pgtyping import Typer, shared_columns
 from lakegate.gateway.scope import fold
 
 
@@ -88,15 +88,9 @@ def refuse_ambiguous_order(ast: exp.Expr, typer: Typer) -> None:
 
 def _result_columns(select: exp.Select, typer: Typer) -> list[tuple[str, str]] | None:
     """(output name, what it is) of each result column of ``select``."""
-    out: list[tuple[str, str]] = []
-    for item in select.expressions:
-        star = star_of(item)
-        if star is not None:
-            columns = typer.star_columns(select, star)
-            if columns is None:
-                return None
-            out += [(name, f"{alias}.{name}") for alias, name, _ in columns]
-            continue
-        value = item.this if isinstance(item, exp.Alias) else item
-        out.append((output_name(item), value.sql(dialect="postgres")))
-    return out
+    columns = typer.result_columns(select)
+    if columns is None:
+        return None
+    return [
+        (c.name, f"{c.source}.{c.name}" if c.starred else c.value.sql(dialect="postgres")) for c in columns
+    ]

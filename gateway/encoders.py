@@ -90,6 +90,17 @@ def _json_floats(values: pa.Array) -> pa.Array:
     return text
 
 
+def decimal_text(values: pa.Array) -> pa.Array:
+    """Decimals as PostgreSQL writes numerics: every digit of the type's scale, never an exponent (Arrow writes
+    ``1.00000000E-10`` and ``0E-18`` where the adjusted exponent is below -6)."""
+    text = values.cast(pa.string())
+    if not pc.any(pc.match_substring(text, "E")).as_py():
+        return text
+    return pa.array(
+        [None if v is None else format(decimal.Decimal(v), "f") for v in text.to_pylist()], pa.string()
+    )
+
+
 def _json_numeric_text(values: pa.Array) -> pa.Array:
     special = pc.is_in(values, pa.array(["NaN", "Infinity", "-Infinity"]))
     return pc.if_else(special, _quoted(values), values)
@@ -196,7 +207,7 @@ def json_values(values: pa.Array, field: pa.Field) -> pa.Array:
         (pa.types.is_boolean, lambda v: pc.if_else(v, "true", "false")),
         (pa.types.is_integer, lambda v: v.cast(pa.string())),
         (pa.types.is_floating, _json_floats),
-        (pa.types.is_decimal, lambda v: v.cast(pa.string())),
+        (pa.types.is_decimal, decimal_text),
         (pa.types.is_timestamp, _json_timestamps),
         (pa.types.is_date, _json_dates),
         (pa.types.is_time, _json_times),
@@ -264,7 +275,8 @@ class JsonEncoder(Encoder):
 
     def header(self, schema: pa.Schema) -> bytes:
         columns = [
-            {"name": f.name, "friendly_name": f.name, "type": redash_type(f), "pg_type": pg_type(f)} for f in schema
+            {"name": f.name, "friendly_name": f.name, "type": redash_type(f), "pg_type": pg_type(f)}
+            for f in schema
         ]
         return ('{"columns":' + json.dumps(columns, ensure_ascii=False) + ',"rows":[').encode()
 
@@ -306,6 +318,8 @@ def _csv_column(values: pa.Array, field: pa.Field) -> pa.Array:
         return _infinite(values.cast(pa.date32()), lambda v: v.cast(pa.string()), "")
     if pa.types.is_floating(t) and pc.any(pc.invert(pc.is_finite(values))).as_py():
         return pc.replace_substring(_json_floats(values), '"', "")
+    if pa.types.is_decimal(t):
+        return decimal_text(values)
     if (
         pa.types.is_nested(t)
         or pa.types.is_binary(t)

@@ -4,8 +4,10 @@ the conversions the lake route puts in front of every lake view so that DuckDB c
 The lake stores ``int2`` as ``int``, and ``json``/``jsonb``, ``interval`` and unconstrained ``numeric`` as text
 (exact, and readable by any Iceberg engine). The ingest records each column's source type in the table
 property ``lakegate.pgtypes``; with it the view reads ``int2`` as ``SMALLINT`` (overflow as PostgreSQL's),
-json as ``JSON``, an interval (PostgreSQL's ISO 8601 text) as ``INTERVAL`` and an unconstrained numeric as
-``DECIMAL(38, 18)``, checked: a value with more digits is an error that names it, never a rounded number.
+json as ``JSON`` and an interval (PostgreSQL's ISO 8601 text) as ``INTERVAL``. An unconstrained numeric stays
+PostgreSQL's text of each value (its display scale is part of it): the rewrites read it as ``DECIMAL(38, 18)``
+wherever its value is used (:mod:`lakegate.gateway.dialect_scale`), checked: a value with more digits is an
+error that names it, never a rounded number.
 ``char(n)`` stays as stored (padded, as PostgreSQL keeps it); :mod:`lakegate.gateway.dialect_text` follows
 PostgreSQL's rules for it. Tables without the property (written before it existed, or not by lakegate) are read
 as their Iceberg types say.
@@ -17,8 +19,6 @@ from typing import Any
 
 from lakegate.connectors.iceberg.evolution import pgtypes_of
 from lakegate.gateway.pgtype import PgType, lake_column
-
-NUMERIC_SCALE = 18  #: fractional digits of an unconstrained numeric on the lake route
 
 
 def column_types(table: Any) -> dict[str, PgType | None]:
@@ -40,8 +40,6 @@ def conversions(types: dict[str, PgType | None]) -> dict[str, str]:
             out[name] = f"CAST({column} AS JSON)"
         elif typ.is_("interval"):
             out[name] = f"pg_iso_interval({column})"
-        elif typ.numeric and typ.loose_scale:
-            out[name] = f"CAST(pg_numeric_text({column}, {NUMERIC_SCALE}) AS DECIMAL(38, {NUMERIC_SCALE}))"
     return out
 
 

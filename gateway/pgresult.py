@@ -1,7 +1,9 @@
 """Lake-route results with PostgreSQL's column types: each column of a DuckDB result is marked with the type
 PostgreSQL gives it (``lakegate.pg_type``), and its values are cast to that type's Arrow form where DuckDB's
 differs only in width (``length()`` is ``integer`` in PostgreSQL, ``BIGINT`` in DuckDB; ``sign()`` a float8,
-``TINYINT``). The casts are checked: a value the PostgreSQL type cannot hold is an error, never wrapped.
+``TINYINT``); a ``numeric`` that arrives as PostgreSQL's text of each value travels marked as such
+(``lakegate.numeric``), as on the PostgreSQL route. The casts are checked: a value the PostgreSQL type cannot
+hold is an error, never wrapped.
 Columns whose PostgreSQL type the gateway cannot tell keep DuckDB's type (:mod:`lakegate.gateway.pgtypes`).
 """
 
@@ -13,7 +15,7 @@ import pyarrow as pa
 
 from lakegate.connectors.query import INVALID, QueryError, ResultStream
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtypes import PG_TYPE
+from lakegate.gateway.pgtypes import NUMERIC_TEXT, PG_TYPE
 
 _WIDTHS = {
     "int2": pa.int16(),
@@ -32,6 +34,8 @@ def _target(typ: PgType, arrow: pa.DataType) -> tuple[str, pa.DataType | None] |
     number = pa.types.is_integer(arrow) or pa.types.is_floating(arrow)
     if typ.name in _WIDTHS and number and (typ.floating or pa.types.is_integer(arrow)):
         return typ.typname, None if arrow == _WIDTHS[typ.name] else _WIDTHS[typ.name]
+    if typ.numeric and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)):
+        return typ.typname, None  # PostgreSQL's text of each value (dialect_scale), as the PostgreSQL route's
     text_like = typ.name in _TEXT or typ.as_text is not None  # inet, an enum ... as PostgreSQL's text of it
     if text_like and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)):
         return typ.typname, None
@@ -53,6 +57,8 @@ def typed_schema(
             continue
         name, to = target
         meta = {**(field.metadata or {}), PG_TYPE: name.encode()}
+        if typ is not None and typ.numeric and to is None and pa.types.is_string(field.type):
+            meta[NUMERIC_TEXT] = b"text"
         fields.append(pa.field(field.name, to or field.type, field.nullable, meta))
         casts.append(to)
     return pa.schema(fields, metadata=schema.metadata), casts

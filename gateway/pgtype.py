@@ -27,13 +27,17 @@ class PgType:
     type the context decides); ``dims`` > 0 for arrays of it; ``length`` for ``char(n)``/``varchar(n)``;
     ``padded``: a ``char(n)`` value as stored in the lake (padded to ``length``, as PostgreSQL stores it) rather
     than as DuckDB's PostgreSQL scanner reads it (trailing spaces stripped); ``loose_scale``: a ``numeric`` whose
-    DuckDB decimal scale is not PostgreSQL's display scale (an unconstrained ``numeric`` column)."""
+    DuckDB decimal scale is not PostgreSQL's display scale (an unconstrained ``numeric`` column); ``held_text``:
+    such a numeric held as PostgreSQL's exact text of each value (an unconstrained ``numeric`` column of a lake
+    table, and a derived table's column that passes it on), which the rewrites turn into a decimal wherever the
+    value is used (:mod:`lakegate.gateway.dialect_scale`)."""
 
     name: str
     dims: int = 0
     length: int | None = None
     padded: bool = False
     loose_scale: bool = False
+    held_text: bool = False
     precision: int | None = None  #: numeric(p, s)
     scale: int | None = None
     lossy: str | None = None  #: why DuckDB cannot read this column exactly (refused where it is used)
@@ -218,7 +222,8 @@ def lake_column(iceberg: object, source: str | None) -> PgType | None:
         "name",
         "numeric",
     ):
-        return replace(recorded, padded=recorded.name == "bpchar", loose_scale=recorded.name == "numeric")
+        numeric = recorded.name == "numeric"
+        return replace(recorded, padded=recorded.name == "bpchar", loose_scale=numeric, held_text=numeric)
     if name == "int4" and recorded.name == "int2":
         return recorded
     if name == "text" and recorded.as_text is not None:

@@ -70,6 +70,27 @@ _COMPARISONS = (
 _SAME_AS_ARG = (exp.Paren, exp.Neg, exp.Abs, exp.Ordered, exp.Order, exp.BitwiseNot, exp.Collate)
 
 
+@dataclasses.dataclass(frozen=True)
+class ResultColumn:
+    """A result column of a SELECT: its output name, its type, the select item it comes from; for a column a
+    ``*`` stands for (``starred``), the alias of its FROM item (``source``; None for a column a USING or NATURAL
+    join merges)."""
+
+    name: str
+    typ: PgType | None
+    item: exp.Expr
+    starred: bool = False
+    source: str | None = None
+
+    @property
+    def value(self) -> exp.Expr:
+        """The expression the column shows (for a ``*``'s column, a column reference to it)."""
+        if not self.starred:
+            return self.item.this if isinstance(self.item, exp.Alias) else self.item
+        table = exp.to_identifier(self.source, quoted=True) if self.source else None
+        return exp.column(exp.to_identifier(self.name, quoted=True), table)
+
+
 class Typer:
     """Types of the expressions of one statement; ``of(node)`` is memoised."""
 
@@ -81,7 +102,9 @@ class Typer:
         self.collation: str | None = None
         self.casing = ""  #: the default collation's case mapping where not the lake route's
         self.bytewise: set[int] = set()  #: ids of expressions a COLLATE "C" (or alike) put in byte order
-        self.casings: dict[int, str] = {}  #: ids of expressions a COLLATE gave a case mapping -> it ("": ours)
+        self.casings: dict[
+            int, str
+        ] = {}  #: ids of expressions a COLLATE gave a case mapping -> it ("": ours)
         self._memo: dict[int, PgType | None] = {}
         self._busy: set[int] = set()
         self._ctes: dict[int, dict[str, exp.CTE]] = {}
@@ -99,6 +122,8 @@ class Typer:
             result = self._infer(node)
         finally:
             self._busy.discard(key)
+        if result is not None and result.held_text and not isinstance(node, exp.Column | exp.Alias):
+            result = dataclasses.replace(result, held_text=False)  # computed from the column's value
         self._memo[key] = result
         return result
 
@@ -125,6 +150,8 @@ class Typer:
             return BOOL
         if isinstance(node, exp.Cast | exp.TryCast):
             to = from_sqlglot(node.to)  # a cast to char(n) pads (see dialect_text)
+            if to is not None and to.numeric and to.precision is None:
+                return self._to_numeric(node.this, to)
             return dataclasses.replace(to, padded=True) if to is not None and to.bpchar and to.length else to
         if isinstance(node, exp.Alias):
             return self.of(node.this)
@@ -158,6 +185,14 @@ class Typer:
         if isinstance(node, exp.Filter | exp.WithinGroup | exp.IgnoreNulls | exp.RespectNulls):
             return self.of(node.this)
         return None
+
+    def _to_numeric(self, value: exp.Expr, to: PgType) -> PgType:
+        """``::numeric`` keeps an integer's, a literal's or a numeric's scale; of text, json or a float, the
+        display scale is the value's own (per value)."""
+        source = self.of(value)
+        if isinstance(value, exp.Literal) or source is not None and (source.integer or source.numeric):
+            return dataclasses.replace(to, loose_scale=source is not None and source.loose_scale)
+        return dataclasses.replace(to, loose_scale=True)
 
     def _binary(self, node: exp.Binary) -> PgType | None:
         left, right = self.of(node.this), self.of(node.expression)
@@ -341,21 +376,30 @@ class Typer:
             return self._values(query)
         if not isinstance(query, exp.Select):
             return None
+        columns = self.result_columns(query)
+        if columns is None:
+            return None
         out: list[tuple[str, PgType | None]] = []
-        for projection in query.expressions:
-            star = star_of(projection)
-            if star is not None:
-                expanded = self._expand(query, star)
-                if expanded is None:
-                    return None
-                out += expanded
-                continue
-            out.append((output_name(projection), self.of(projection)))
+        for column in columns:
+            typ = column.typ
+            if typ is not None and typ.held_text and not column.starred and not passes_text(column.item):
+                typ = dataclasses.replace(typ, held_text=False)  # the rewrites read it as a decimal there
+            out.append((column.name, typ))
         return out
 
-    def _expand(self, select: exp.Select, star: exp.Expr) -> list[tuple[str, PgType | None]] | None:
-        columns = self.star_columns(select, star)
-        return None if columns is None else [(name, typ) for _, name, typ in columns]
+    def result_columns(self, select: exp.Select) -> list[ResultColumn] | None:
+        """The result columns of ``select``, each ``*`` expanded (None when one cannot be)."""
+        out: list[ResultColumn] = []
+        for item in select.expressions:
+            star = star_of(item)
+            if star is None:
+                out.append(ResultColumn(output_name(item), self.of(item), item))
+                continue
+            columns = self.star_columns(select, star)
+            if columns is None:
+                return None
+            out += [ResultColumn(name, typ, item, True, alias) for alias, name, typ in columns]
+        return out
 
     def star_columns(
         self,
@@ -413,6 +457,31 @@ def _shared_columns(
         names = {n for n, _ in right}
         return [n for n, _ in left if n in names]
     return []
+
+
+def passes_text(item: exp.Expr) -> bool:
+    """Whether a select-list item that is a column held as text (an unconstrained numeric of a lake table)
+    passes that text on unchanged: a bare column (or its alias) in the select list of the statement's own
+    SELECT, of a derived table or of a CTE, which neither groups nor removes duplicates (both compare values,
+    and ``1.5`` equals ``1.50``). Anywhere else the rewrites read the text as a decimal."""
+    column = item.this if isinstance(item, exp.Alias) else item
+    select = item.parent
+    if (
+        not isinstance(column, exp.Column)
+        or not isinstance(select, exp.Select)
+        or item.arg_key != "expressions"
+    ):
+        return False
+    distinct = select.args.get("distinct")
+    if select.args.get("group") or (distinct is not None and not distinct.args.get("on")):
+        return False
+    node: exp.Expr = select
+    holder = select.parent
+    while isinstance(holder, exp.Subquery):
+        node, holder = holder, holder.parent
+    if holder is None or isinstance(holder, exp.CTE):
+        return True
+    return isinstance(holder, exp.From | exp.Join | exp.Lateral) and node.arg_key == "this"
 
 
 def output_name(projection: exp.Expr) -> str:

@@ -34,6 +34,7 @@ from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.collations import Collation
 from lakegate.gateway.dialect import postgres_semantics
+from lakegate.gateway.dialect_scale import show_numerics
 from lakegate.gateway.dialect_stars import expand_merged_stars, refuse_ambiguous_order
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
@@ -168,6 +169,7 @@ class Router:
             typer.all()
             projections = typer.projections(ast)
             postgres_semantics(ast, typer)
+            show_numerics(ast, typer, projections)
             routed = self._duckdb(ast, resolved, names, max_rows)
             pg_types = tuple(t for _, t in projections) if projections is not None else None
             routed = dataclasses.replace(routed, pg_types=pg_types)

@@ -14,6 +14,7 @@ suite fails).
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import re
 from collections import Counter
@@ -29,6 +30,8 @@ import sqlglot
 from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
 from psycopg.types.string import TextLoader
 from sqlglot import exp
+
+from lakegate.gateway.encoders import json_values
 
 CORPUS = Path(__file__).parent / "answers"
 IDENTICAL, REFUSED, DIFFERING = "identical", "refused", "differing"
@@ -110,8 +113,8 @@ def canon(value: Any, pg_type: str = "") -> Any:
         if math.isinf(value):
             return ("num", "Infinity" if value > 0 else "-Infinity")
         return ("float", value)
-    if isinstance(value, str) and pg_type == "numeric":  # exact text (unconstrained numeric)
-        return canon(Decimal(value))
+    if pg_type == "numeric":  # the text PostgreSQL prints / the gateway's JSON shows (see numeric_texts)
+        return ("numeric", value) if isinstance(value, str) else canon(value)
     if isinstance(value, str) and pg_type == "interval":
         return iso_interval(value) or value
     if isinstance(value, str) and pg_type == "time":
@@ -179,6 +182,21 @@ def _values(column: pa.ChunkedArray) -> list[Any]:
     return out
 
 
+def numeric_texts(column: pa.ChunkedArray, field: pa.Field) -> list[Any]:
+    """A numeric column's values as the gateway's JSON shows them (CSV and ``lakegate sql`` show the same text;
+    ``tests/test_gateway_unit.py`` holds them to it): the text of each number, ``NaN`` unquoted, arrays as lists
+    of texts — to be compared with PostgreSQL's own text of the value."""
+    texts = json_values(column.combine_chunks(), field).to_pylist()
+    return [
+        None
+        if text == "null"
+        else json.loads(text, parse_float=str, parse_int=str, parse_constant=str)
+        if text.startswith(("[", '"'))
+        else text
+        for text in texts
+    ]
+
+
 def _time_text(micros: int) -> str:
     seconds, fraction = divmod(micros, 1_000_000)
     text = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
@@ -226,9 +244,11 @@ def iso_interval(text: str) -> tuple[str, int, int, int] | None:
 
 def infinities(conn: psycopg.Connection) -> None:
     """Let psycopg read PostgreSQL's infinite dates and timestamps (as the strings 'infinity', '-infinity'),
-    intervals as ISO 8601 text, times as text and json/jsonb as their text (compared exactly: a number's
-    digits, jsonb's key order and spacing are part of the answer)."""
+    intervals as ISO 8601 text, times as text, numerics as their text (``1.50`` is not ``1.5``: the display
+    scale is part of the answer) and json/jsonb as their text (compared exactly: a number's digits, jsonb's key
+    order and spacing are part of the answer)."""
     conn.execute("SET intervalstyle = iso_8601")
+    conn.adapters.register_loader("numeric", _Text)
     conn.adapters.register_loader("interval", _Text)
     conn.adapters.register_loader("time", _Text)
     conn.adapters.register_loader("json", _Text)
@@ -264,7 +284,12 @@ def from_gateway(client: httpx.Client, sql: str, zone: str | None = None) -> Ans
         )
     table = pa.ipc.open_stream(response.content).read_all()
     types = [(f.metadata or {}).get(b"lakegate.pg_type", b"?").decode() for f in table.schema]
-    columns = [_float_text(_values(table.column(i)), t) for i, t in enumerate(types)]
+    columns = [
+        numeric_texts(table.column(i), table.schema.field(i))
+        if t.lstrip("_") == "numeric"
+        else _float_text(_values(table.column(i)), t)
+        for i, t in enumerate(types)
+    ]
     rows = list(zip(*columns, strict=True)) if columns else [() for _ in range(table.num_rows)]
     return Answer(
         [tuple(canon(v, t) for v, t in zip(r, types, strict=True)) for r in rows], types, table.schema.names

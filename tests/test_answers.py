@@ -5,7 +5,9 @@ lake route only, refused with a 400 that names what cannot be translated exactly
 
 from __future__ import annotations
 
+import csv
 import datetime
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,7 +30,7 @@ from tests.answers_harness import (
 from tests.gateway_fixtures.harness import database, gateway_settings, live_server
 from tests.lakehelp import running_worker, wait_caught_up
 
-TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words", "jnums"}
+TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words", "jnums", "ties"}
 FAST = sorted(
     p.name for p in CORPUS.glob("*.sql") if p.name not in ("data.sql", "tpch.sql", "federated.sql", "icu.sql")
 )
@@ -175,3 +177,31 @@ def test_time_zone_shows_in_json_and_leaves_no_trace_in_pooled_sessions(
     error = response.json()["error"]
     assert response.status_code == 400 and "unknown time zone 'Mars/Olympus_Mons'" in error["message"]
     assert "America/New_York" in error["message"]
+
+
+def _csv(client: httpx.Client, sql: str) -> list[list[str]]:
+    response = client.post("/v1/query", json={"sql": sql, "format": "csv"})
+    assert response.status_code == 200, response.text
+    return list(csv.reader(io.StringIO(response.text)))[1:]
+
+
+def test_equal_numerics_of_different_scales_are_shown_as_written_or_refused(
+    setup: tuple[psycopg.Connection, httpx.Client],
+) -> None:
+    """Issue 10.1: 1.5 and 1.50 are equal values PostgreSQL prints differently. Each row shows its own text on
+    the lake route; where they meet (one group, a tie for min/max) PostgreSQL shows the one its plan reads
+    first, which the lake route cannot know: a 400 that says so, never one of them picked otherwise."""
+    conn, client = setup
+    texts = "SELECT id::text, v::text, (v * 2)::text, (v + 0.5)::text FROM public.ties ORDER BY id"
+    want = [[v or "" for v in row] for row in conn.execute(texts).fetchall()]
+    got = _csv(client, "SELECT id, v, v * 2 AS twice, v + 0.5 AS more FROM lake.public.ties ORDER BY id")
+    assert got == want
+    assert ["2", "1.50", "3.00", "2.00"] in got  # PostgreSQL's text, not 1.5 or 1.500000000000000000
+    for sql in ("SELECT v, count(*) FROM {t} GROUP BY v", "SELECT min(v), max(v) FROM {t} WHERE id < 5"):
+        assert conn.execute(sql.format(t="public.ties")).fetchall()  # PostgreSQL answers: one of them
+        response = client.post("/v1/query", json={"sql": sql.format(t="lake.public.ties")})
+        assert response.status_code == 400, response.text
+        assert "different display scales" in response.json()["error"]["message"]
+    want = conn.execute("SELECT v::text, count(*)::text FROM public.ties WHERE id > 4 GROUP BY v ORDER BY v")
+    got = _csv(client, "SELECT v, count(*) FROM lake.public.ties WHERE id > 4 GROUP BY v ORDER BY v")
+    assert got == [[v or "", n] for v, n in want.fetchall()]  # one scale per group: shown

@@ -47,6 +47,13 @@ MACROS = (
     "ELSE length(pg_loose_text(x)) - strpos(pg_loose_text(x), '.') END",
     "CREATE MACRO pg_numeric_rescale(s, d) AS CASE WHEN s IS NULL OR strpos(s, '.') = 0 THEN s "
     "ELSE left(s, strpos(s, '.') + coalesce(d, 0)) END",
+    # display scales (gateway/dialect_scale.py): of a numeric's exact text; of DuckDB's decimal type, where it is
+    # PostgreSQL's; one scale for equal values of a group or a min/max tie (NULL, which pg_numeric_show refuses)
+    "CREATE MACRO pg_numeric_scale(s) AS CASE WHEN s IS NULL THEN NULL WHEN strpos(s, '.') = 0 THEN 0 "
+    "ELSE length(rtrim(s)) - strpos(s, '.') END",
+    "CREATE MACRO pg_type_scale(x) AS CASE WHEN starts_with(typeof(x), 'DECIMAL(') "
+    "THEN CAST(regexp_extract(typeof(x), ',([0-9]+)\\)', 1) AS INTEGER) ELSE 0 END",
+    "CREATE MACRO pg_same_scale(a, b) AS CASE WHEN a = b THEN a END",
     "CREATE MACRO pg_zero_check(b, value) AS CASE WHEN b = 0 THEN error('division by zero') ELSE value END",
     # float arithmetic: PostgreSQL raises where the result overflows (or underflows) from finite operands
     "CREATE MACRO pg_float_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE "
@@ -84,10 +91,10 @@ MACROS = (
     "OR length(ltrim(split_part(ltrim(trim(s), '+-'), '.', 1), '0')) > 38 - scale "
     "THEN error('the numeric ' || trim(s) || ' does not fit the lake route''s decimal(38, ' || scale || ')') "
     "ELSE trim(s) END",
-    # float8 -> numeric goes through 15 significant digits in PostgreSQL
-    "CREATE MACRO pg_float_numeric(x) AS CASE WHEN isnan(x) OR isinf(x) "
+    # float8 -> numeric goes through 15 significant digits in PostgreSQL, float4 -> numeric through 6
+    "CREATE MACRO pg_float_numeric(x, digits) AS CASE WHEN isnan(x) OR isinf(x) "
     "THEN error('cannot convert ' || x || ' to a numeric the lake route''s decimal can hold') "
-    "ELSE CAST(printf('%.15g', x) AS VARCHAR) END",
+    "ELSE CAST(printf('%.' || digits || 'g', CAST(x AS DOUBLE)) AS VARCHAR) END",
     # PostgreSQL's spellings of booleans: t, true, y, yes, on, 1 and their opposites, any case, trimmed
     "CREATE MACRO pg_bool_text(s) AS CASE WHEN s IS NULL THEN NULL "
     "WHEN lower(trim(s)) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN true "
@@ -218,6 +225,24 @@ def _variance(n: str, total: str, squares: str, kind: str, scale: int) -> str | 
     )
 
 
+def _show(values: pa.Array, scales: pa.Array) -> pa.Array:
+    """pg_numeric_show(text, scale): a decimal's text at PostgreSQL's display scale (NULL scale: equal values of
+    different scales met, which PostgreSQL shows in its plan's order)."""
+    out: list[str | None] = []
+    for text, scale in zip(values.to_pylist(), scales.to_pylist(), strict=True):
+        if text is None:
+            out.append(None)
+        elif scale is None:
+            raise ValueError(
+                f"equal numeric values written with different display scales meet here (one is {text}), and "
+                "PostgreSQL shows whichever its plan reads first: the lake route cannot tell which; run the query "
+                "on a PostgreSQL source, or round the values to one scale"
+            )
+        else:
+            out.append(pgnumeric.shown(text, int(scale)))
+    return pa.array(out, type=pa.string())
+
+
 FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str]], ...] = (
     ("pg_numeric_div", _divide, ["VARCHAR", "VARCHAR", "INTEGER", "VARCHAR"]),
     ("pg_numeric_var", _variance, ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER"]),
@@ -231,3 +256,6 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     for name, fn, parameters in FUNCTIONS:
         udf: Any = _text_udf(fn, len(parameters))
         con.create_function(name, udf, parameters, "VARCHAR", type="arrow", null_handling="special")  # type: ignore[call-overload]
+    con.create_function(  # type: ignore[call-overload]
+        "pg_numeric_show", _show, ["VARCHAR", "INTEGER"], "VARCHAR", type="arrow", null_handling="special"
+    )

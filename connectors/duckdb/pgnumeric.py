@@ -144,3 +144,19 @@ def _sqrt(value: Fraction, rscale: int) -> int:
     scaled = value * 10 ** (2 * rscale) * 4  # sqrt(4 v 10^2r) = 2 sqrt(v) 10^r: one more bit to round with
     root = math.isqrt(scaled.numerator // scaled.denominator)  # floor(sqrt(floor(x))) = floor(sqrt(x))
     return (root + 1) // 2
+
+
+def shown(text: str, scale: int) -> str:
+    """The exact decimal ``text`` written with ``scale`` fractional digits (PostgreSQL's display scale of the
+    value); an error if that would drop a nonzero digit (the scale computed for it was wrong)."""
+    unscaled, own = parse(text)
+    if own > scale:
+        shift = 10 ** (own - scale)
+        if unscaled % shift:
+            raise NumericError(f"{text} has more fractional digits than its display scale {scale}")
+        unscaled //= shift
+    else:
+        unscaled *= 10 ** (scale - own)
+    sign = "-" if unscaled < 0 else ""
+    body = str(abs(unscaled)).rjust(scale + 1, "0")
+    return f"{sign}{body[:-scale]}.{body[-scale:]}" if scale else f"{sign}{body}"

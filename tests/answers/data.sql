@@ -90,3 +90,8 @@ INSERT INTO jnums SELECT i, x::json, x::jsonb FROM unnest(ARRAY[
  '{"a": 1, "b": [1e0, 100E-2]}', '{"b": 1,   "a": "1.50",  "aa": [1.50]}', '12345678901234567890.5',
  '{"s": "tab\there \"q\" \\ \u00e9 \u001f \/", "k": {"é": 1, "z": [true, false, null], "ab": 3, "z": 4}}'
 ]) WITH ORDINALITY AS v(x, i);
+
+-- equal numerics written with different display scales (1.5 and 1.50): PostgreSQL prints each as written, and
+-- shows whichever its plan meets first where they meet (a group, a tie for min)
+CREATE TABLE ties (id int PRIMARY KEY, v numeric);
+INSERT INTO ties VALUES (1, 1.5), (2, 1.50), (3, 2.0), (4, 2.00), (5, 0.10), (6, NULL);

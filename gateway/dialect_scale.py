@@ -1,0 +1,267 @@
+"""Numeric display scales on the DuckDB route: every ``numeric`` of a result prints as PostgreSQL prints it.
+
+PostgreSQL's ``numeric`` carries a display scale per value: an unconstrained column shows each value as it was
+written (``1.5``, ``100.10``), a quotient or an average the scale ``select_div_scale`` picks for those values,
+``a + b`` the larger of the operands' scales, ``a * b`` their sum, ``sum()`` the largest of its inputs', and
+``round(x)`` none. DuckDB's ``DECIMAL(p, s)`` has one scale per column. So:
+
+* an unconstrained ``numeric`` column of a lake table stays PostgreSQL's exact text of each value (the lake
+  stores that text); a bare column of a select list that neither groups nor removes duplicates passes the text
+  on (so it reaches the result, or a derived table's column, exactly as PostgreSQL prints it), and everywhere
+  else :func:`_valueize` reads it as a checked ``DECIMAL(38, 18)`` (``pg_numeric_text``);
+* after the other rewrites, :func:`show_numerics` turns each result column whose scale DuckDB's type cannot tell
+  into PostgreSQL's text of it: ``pg_numeric_show(value, scale)``, where the scale is computed alongside the
+  value by PostgreSQL's rules (a quotient's own text already has its scale). A scale that cannot be known
+  (a value computed in a derived table, ``DISTINCT`` over such values, functions outside the rules) is refused
+  with a 400 that names it, never shown otherwise than PostgreSQL would.
+
+Where several equal values of different scales meet (``1.5`` and ``1.50`` in one group, or tied for ``min``),
+PostgreSQL shows the one its plan meets first: the lake route then answers an error that says so. Written by hand
+(no library models PostgreSQL's display scales).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlglot import exp
+
+from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.pgtype import PgType
+from lakegate.gateway.pgtyping import Typer, passes_text, star_of
+
+TEXT_SCALE = 18  #: fractional digits of an unconstrained numeric read as a decimal
+_QUOTIENTS = ("pg_numeric_div", "pg_numeric_var")
+
+
+def held(typ: PgType | None) -> bool:
+    return typ is not None and typ.held_text and not typ.dims
+
+
+def value_of(column: exp.Expr) -> exp.Expr:
+    """The checked decimal of a numeric held as text."""
+    return cast(call("pg_numeric_text", column, exp.Literal.number(TEXT_SCALE)), f"DECIMAL(38, {TEXT_SCALE})")
+
+
+def text_of(node: exp.Expr) -> exp.Expr | None:
+    """The exact text behind ``node`` when it is a numeric read from its text (or a quotient), else None."""
+    if isinstance(node, exp.Paren):
+        return text_of(node.this)
+    inner = node.this if isinstance(node, exp.Cast) else None
+    if isinstance(inner, exp.Anonymous) and inner.name == "pg_numeric_text":
+        return inner.expressions[0]
+    return inner if isinstance(inner, exp.Anonymous) and inner.name in _QUOTIENTS else None
+
+
+def _valueize(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """A column held as text is read as its decimal wherever its value is used (its text where it is turned
+    into text: PostgreSQL's text of a numeric is the text the lake holds); an ORDER BY position that names such
+    a column orders by its value."""
+    if isinstance(node, exp.Column) and held(types.of(node)):
+        item = node.parent if isinstance(node.parent, exp.Alias) else node
+        if passes_text(item) or _to_text(node):
+            return None
+        return value_of(node)
+    if isinstance(node, exp.Ordered) and isinstance(node.this, exp.Literal) and node.this.is_int:
+        order = node.parent
+        select = order.parent if order is not None and order.arg_key == "order" else None
+        if isinstance(select, exp.Select):
+            column = _output_column(select, int(node.this.this) - 1, types)
+            if column is not None:
+                node.set("this", value_of(column))
+    return None
+
+
+def _to_text(column: exp.Column) -> bool:
+    parent = column.parent
+    if isinstance(parent, exp.Cast) and parent.to.is_type(*exp.DataType.TEXT_TYPES):
+        return True
+    return isinstance(parent, exp.DPipe)
+
+
+def _output_column(select: exp.Select, index: int, types: Typer) -> exp.Expr | None:
+    """The column held as text that is result column ``index`` of ``select`` (None: another value)."""
+    columns = types.result_columns(select) or []
+    if not 0 <= index < len(columns):
+        return None
+    column = columns[index]
+    value = column.value
+    return value.copy() if isinstance(value, exp.Column) and held(column.typ) else None
+
+
+RULES: list[Rule] = [_valueize]
+
+
+# ------------------------------------------------------------------------------------------ the results
+
+
+def show_numerics(ast: exp.Expr, types: Typer, projections: list[tuple[str, PgType | None]] | None) -> None:
+    """Turn the result columns of ``ast`` (rewritten) whose display scale DuckDB's type cannot tell into
+    PostgreSQL's text of them; ``projections`` are the result columns' PostgreSQL types."""
+    _texts(ast, types)
+    if projections is None:
+        return
+    loose = [typ is not None and typ.loose_scale and not held(typ) and not typ.dims for _, typ in projections]
+    if not any(loose):
+        return
+    if not isinstance(ast, exp.Select) or any(star_of(item) is not None for item in ast.expressions):
+        name = next(n for (n, _), is_loose in zip(projections, loose, strict=True) if is_loose)
+        raise refusal(
+            ast, f"the numeric {name} of a set operation or of a *, whose display scale varies per value"
+        )
+    distinct = ast.args.get("distinct")
+    if distinct is not None and not distinct.args.get("on"):
+        raise refusal(
+            distinct, "DISTINCT over numerics whose display scale varies per value (1.5 equals 1.50)"
+        )
+    shown: dict[int, exp.Expr] = {}
+    items = list(ast.expressions)
+    for index, (is_loose, (name, _)) in enumerate(zip(loose, projections, strict=True)):
+        if not is_loose:
+            continue
+        item = items[index]
+        value = item.this if isinstance(item, exp.Alias) else item
+        shown[index] = value.copy()
+        text = _shown(value, types, ast)
+        items[index] = exp.alias_(text, name, quoted=True)
+    _order_by_values(ast, items, shown)
+    ast.set("expressions", items)
+
+
+def _texts(ast: exp.Expr, types: Typer) -> None:
+    """A numeric whose display scale varies per value, turned into text (a cast, ``||``), is its shown text."""
+    for node in list(ast.find_all(exp.Cast, exp.DPipe)):
+        if isinstance(node, exp.Cast) and not node.to.is_type(*exp.DataType.TEXT_TYPES):
+            continue
+        select = node.find_ancestor(exp.Select)
+        for key in ("this",) if isinstance(node, exp.Cast) else ("this", "expression"):
+            value = node.args.get(key)
+            typ = types.of(value)
+            if value is None or typ is None or not typ.loose_scale or held(typ) or typ.dims:
+                continue
+            if select is None:
+                raise refusal(value, "this numeric as text")
+            node.set(key, _shown(value, types, select))
+
+
+def _order_by_values(select: exp.Select, items: list[exp.Expr], shown: dict[int, exp.Expr]) -> None:
+    """ORDER BY a shown column (by its name or position) orders by its value, not by its text; GROUP BY its
+    position groups by its value."""
+    group = select.args.get("group")
+    for key in group.expressions if group is not None else []:
+        if isinstance(key, exp.Literal) and key.is_int and int(key.this) - 1 in shown:
+            key.replace(shown[int(key.this) - 1].copy())
+    order = select.args.get("order")
+    names = {items[i].alias: i for i in shown}
+    for ordered in order.expressions if order is not None else []:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and key.is_int and int(key.this) - 1 in shown:
+            ordered.set("this", shown[int(key.this) - 1].copy())
+        elif isinstance(key, exp.Column) and not key.table and key.name in names:
+            original = select.expressions[names[key.name]]
+            if isinstance(original, exp.Alias) or not isinstance(original, exp.Column):
+                ordered.set("this", shown[names[key.name]].copy())
+
+
+def _shown(value: exp.Expr, types: Typer, select: exp.Select) -> exp.Expr:
+    if isinstance(value, exp.Paren):
+        return _shown(value.this, types, select)
+    quotient = text_of(value)
+    if quotient is not None and isinstance(quotient, exp.Anonymous) and quotient.name in _QUOTIENTS:
+        return quotient.copy()  # the quotient's text has PostgreSQL's scale
+    if isinstance(value, exp.Anonymous) and value.name == "pg_zero_check":
+        check, inner = value.expressions
+        return call("pg_zero_check", check.copy(), _shown(inner, types, select))
+    scale = _scale(value, types, _grouped(select), False)
+    return call("pg_numeric_show", cast(value.copy(), "VARCHAR"), cast(scale, "INTEGER"))
+
+
+def _grouped(select: exp.Select) -> bool:
+    return bool(select.args.get("group"))
+
+
+_AGGREGATES = (exp.Sum, exp.Min, exp.Max)
+
+
+def _scale(node: exp.Expr, types: Typer, grouped: bool, in_aggregate: bool) -> exp.Expr:
+    """SQL of PostgreSQL's display scale of ``node``'s value (per row)."""
+
+    def of(child: exp.Expr, inside: bool = in_aggregate) -> exp.Expr:
+        return _scale(child, types, grouped, inside)
+
+    if isinstance(node, exp.Paren | exp.Neg | exp.Abs):
+        return of(node.this)
+    text = text_of(node)
+    if text is not None:
+        scale = call("pg_numeric_scale", text.copy())
+        if grouped and not in_aggregate and isinstance(text, exp.Column):
+            return call("pg_same_scale", exp.Min(this=scale.copy()), exp.Max(this=scale))
+        return scale
+    if isinstance(node, exp.Anonymous) and node.name == "pg_zero_check":
+        return of(node.expressions[1])
+    if isinstance(node, exp.Anonymous) and node.name == "pg_mod":
+        return exp.Greatest(this=of(node.expressions[0]), expressions=[of(node.expressions[1])])
+    if isinstance(node, exp.Add | exp.Sub | exp.Mod):
+        return exp.Greatest(this=of(node.this), expressions=[of(node.expression)])
+    if isinstance(node, exp.Mul):
+        return exp.Add(this=of(node.this), expression=of(node.expression))
+    if isinstance(node, exp.Case):
+        ifs = [exp.If(this=i.this.copy(), true=of(i.args["true"])) for i in node.args.get("ifs") or []]
+        default = node.args.get("default")
+        return exp.Case(ifs=ifs, default=of(default) if default is not None else None)
+    if isinstance(node, exp.Coalesce):
+        values = [node.this, *node.expressions]
+        ifs = [
+            exp.If(this=exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null())), true=of(v))
+            for v in values
+        ]
+        return exp.Case(ifs=ifs)
+    if isinstance(node, exp.Round | exp.Ceil | exp.Floor) or node.key == "trunc":
+        digits = node.args.get("decimals")
+        if digits is None:
+            return exp.Literal.number(0)
+        if isinstance(digits, exp.Literal) and digits.is_int:
+            return exp.Literal.number(max(0, int(digits.this)))
+        return exp.Greatest(this=digits.copy(), expressions=[exp.Literal.number(0)])
+    aggregate = _aggregate(node)
+    if aggregate is not None:
+        return _aggregate_scale(node, aggregate, of(aggregate.this, True))
+    typ = types.of(node)
+    if typ is not None and typ.number and not typ.loose_scale:
+        return call("pg_type_scale", node.copy())  # DuckDB's decimal scale is PostgreSQL's here
+    raise refusal(node, f"the display scale of {node.sql(dialect='duckdb')} (PostgreSQL's varies per value)")
+
+
+def _aggregate(node: exp.Expr) -> exp.Expr | None:
+    inner = node.this if isinstance(node, exp.Window) else node
+    inner = inner.this if isinstance(inner, exp.Filter) else inner
+    return inner if isinstance(inner, _AGGREGATES) and not isinstance(inner.this, exp.Distinct) else None
+
+
+def _aggregate_scale(outer: exp.Expr, aggregate: exp.Expr, scale: exp.Expr) -> exp.Expr:
+    """sum(): the largest scale of its values; min()/max(): the scale of the value it picks (an error when
+    equal values of different scales tie)."""
+    if isinstance(aggregate, exp.Sum):
+        return _rewrapped(outer, aggregate, exp.Max(this=scale))
+    pick = "arg_min" if isinstance(aggregate, exp.Min) else "arg_max"
+    value = aggregate.this
+    low = call(pick, scale.copy(), call("row", value.copy(), scale.copy()))
+    high = call(pick, scale.copy(), call("row", value.copy(), exp.Neg(this=scale.copy())))
+    return call("pg_same_scale", _rewrapped(outer, aggregate, low), _rewrapped(outer, aggregate, high))
+
+
+def _rewrapped(outer: exp.Expr, aggregate: exp.Expr, new: exp.Expr) -> exp.Expr:
+    """A copy of ``outer`` (the aggregate with its FILTER/OVER) with the aggregate replaced by ``new``."""
+    if outer is aggregate:
+        return new
+    copy = outer.copy()
+    target = copy.this if isinstance(copy, exp.Window) else copy
+    if isinstance(target, exp.Filter):
+        target.set("this", new)
+    else:
+        copy.set("this", new)
+    return copy
+
+
+def unheld(typ: PgType | None) -> PgType | None:
+    return dataclasses.replace(typ, held_text=False) if typ is not None and typ.held_text else typ
