@@ -64,7 +64,7 @@ def _sum(node: exp.Func, of: TypeOf) -> PgType | None:
         return NUMERIC
     if arg.numeric:
         return PgType("numeric", loose_scale=arg.loose_scale)
-    return arg if arg.is_("float4", "float8", "interval") else None
+    return arg if arg.is_("float4", "float8", "interval", "money") else None
 
 
 def _avg(node: exp.Func, of: TypeOf) -> PgType | None:

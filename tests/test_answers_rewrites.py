@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from lakegate.connectors.duckdb import pgkeys
 from lakegate.gateway.dialect_patterns import similar_regex
 
 
@@ -28,3 +29,23 @@ def test_similar_to_becomes_postgresqls_regular_expression(pattern: str, escape:
 @pytest.mark.parametrize("pattern", ["[a-c]%", "\\d+", "a{x}", "a\\", 'a\\"b\\"c'])
 def test_similar_to_patterns_the_engines_read_differently_are_not_translated(pattern: str) -> None:
     assert similar_regex(pattern, "\\") is None
+
+
+@pytest.mark.parametrize("text", ["1.234,56 €", "$1234.56", "12.50", "($3.00)", "$1,234.5"])
+def test_money_written_otherwise_than_lc_monetary_c_is_an_error_not_a_guess(text: str) -> None:
+    with pytest.raises(pgkeys.UnreadableValue, match="lc_monetary C"):
+        pgkeys.money_cents(text)
+
+
+def test_money_text_round_trips_and_keeps_int8s_range() -> None:
+    for cents in (0, -1, 1_234_56, -9223372036854775808, 9223372036854775807):
+        assert pgkeys.money_cents(pgkeys.money_text(cents)) == cents
+    with pytest.raises(pgkeys.UnreadableValue, match="money out of range"):
+        pgkeys.money_text(2**63)
+
+
+def test_timetz_keys_order_by_utc_instant_then_offset() -> None:
+    texts = ["12:00:00+01", "11:00:00+00", "10:00:30+05:30", "24:00:00-15:59", "00:00:00.000001+14"]
+    ordered = sorted(texts, key=pgkeys.timetz_key)
+    assert ordered == ["00:00:00.000001+14", "10:00:30+05:30", "12:00:00+01", "11:00:00+00", "24:00:00-15:59"]
+    assert [pgkeys.timetz_text(*p) for p in map(pgkeys.timetz_parts, texts) if p] == texts

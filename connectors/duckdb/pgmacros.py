@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from lakegate.connectors.duckdb import pgnumeric
+from lakegate.connectors.duckdb import pgkeys, pgnumeric
 
 _NOT_EXACT = (
     " cannot be computed exactly as PostgreSQL does on the lake route (DuckDB); run it on a PostgreSQL source, "
@@ -172,19 +172,6 @@ MACROS = (
     # string_to_array: an empty string has no elements; an empty delimiter keeps the string whole
     "CREATE MACRO pg_string_to_array(s, d) AS CASE WHEN s = '' THEN CAST([] AS VARCHAR[]) "
     "WHEN d IS NULL THEN string_split(s, '') WHEN d = '' THEN [s] ELSE string_split(s, d) END",
-    # inet/cidr (IPv4) as PostgreSQL's network_cmp orders them: the address masked to its length, the length,
-    # then the whole address, as one number (the gateway's dialect_keys); IPv6 would need 128-bit parsing: an
-    # error says so
-    "CREATE MACRO pg_inet4_addr(h) AS (CAST(split_part(h, '.', 1) AS BIGINT) << 24) "
-    "+ (CAST(split_part(h, '.', 2) AS BIGINT) << 16) + (CAST(split_part(h, '.', 3) AS BIGINT) << 8) "
-    "+ CAST(split_part(h, '.', 4) AS BIGINT)",
-    "CREATE MACRO pg_inet4_bits(v) AS CASE WHEN contains(v, '/') THEN CAST(split_part(v, '/', 2) AS BIGINT) "
-    "ELSE 32 END",
-    "CREATE MACRO pg_inet_key(v) AS CASE WHEN v IS NULL THEN NULL WHEN contains(v, ':') THEN "
-    "error('ordering or comparing the IPv6 value ' || v || ' as an inet or cidr is not translated on the lake "
-    "route (DuckDB); run it on a PostgreSQL source') ELSE "
-    "CAST((pg_inet4_addr(split_part(v, '/', 1)) >> (32 - pg_inet4_bits(v))) << (32 - pg_inet4_bits(v)) AS HUGEINT) "
-    "* 274877906944 + pg_inet4_bits(v) * 4294967296 + pg_inet4_addr(split_part(v, '/', 1)) END",
     # PostgreSQL's ISO 8601 interval text (IntervalStyle iso_8601, as the ingest keeps intervals)
     "CREATE MACRO pg_iso_interval(s) AS CASE WHEN s IS NULL THEN NULL ELSE "
     "to_months(CAST(coalesce(nullif(regexp_extract(s, '^P(-?[0-9]+)Y', 1), ''), '0') AS INTEGER) * 12 "
@@ -256,6 +243,8 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     for name, fn, parameters in FUNCTIONS:
         udf: Any = _text_udf(fn, len(parameters))
         con.create_function(name, udf, parameters, "VARCHAR", type="arrow", null_handling="special")  # type: ignore[call-overload]
+    for name, vectorised, parameters, result in pgkeys.FUNCTIONS:  # keys of types held as text
+        con.create_function(name, vectorised, parameters, result, type="arrow", null_handling="special")  # type: ignore[call-overload]
     con.create_function(  # type: ignore[call-overload]
         "pg_numeric_show", _show, ["VARCHAR", "INTEGER"], "VARCHAR", type="arrow", null_handling="special"
     )
