@@ -14,6 +14,8 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
   text types and booleans, functions whose DuckDB result type differs;
 * :mod:`~lakegate.gateway.dialect_values`: arrays, ``= ANY``/``= ALL`` with NULLs, ``extract``/``date_part``/
   ``date_trunc``, json;
+* :mod:`~lakegate.gateway.dialect_gaps`: ``bytea`` length/hex, ``timestamp + time``, ``time - time``, numeric
+  products in 38 digits;
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
 * :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave);
 * :mod:`~lakegate.gateway.dialect_scale`: unconstrained numerics held as their text are read as decimals where
@@ -74,6 +76,7 @@ def rules() -> list[Rule]:
     from lakegate.gateway import (
         dialect_collation,
         dialect_formats,
+        dialect_gaps,
         dialect_json,
         dialect_jsonbuild,
         dialect_jsontext,
@@ -94,6 +97,7 @@ def rules() -> list[Rule]:
         *dialect_zones.RULES,
         *dialect_formats.RULES,
         *dialect_numbers.RULES,
+        *dialect_gaps.RULES,
         *dialect_text.RULES,
         *dialect_values.RULES,
         *dialect_json.RULES,

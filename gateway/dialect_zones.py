@@ -172,6 +172,8 @@ def _in_zone(node: exp.Expr, types: Typer) -> exp.Expr | None:
     _timestamp_literals(node, types)
     zone = types.zone
     if zone == UTC:
+        if isinstance(node, exp.Cast) and _is_tz(types.of(node.this)) and node.to.is_type(exp.DType.TIME):
+            return _time_of(node.this, zone)  # DuckDB has no timestamptz -> time cast
         return None
     if isinstance(node, exp.Cast):
         return _cast(node, types, zone)
@@ -213,7 +215,9 @@ def _cast(node: exp.Cast, types: Typer, zone: str) -> exp.Expr | None:
     if target is None:
         return None
     if _is_tz(source):
-        if target.is_("date", "time", "timestamp"):
+        if target.is_("time"):
+            return _time_of(node.this, zone)
+        if target.is_("date", "timestamp"):
             return cast(local(node.this, zone), node.to.sql(dialect="duckdb"))
         if target.is_("text", "varchar", "bpchar", "timetz", "json", "jsonb"):
             raise refusal(node, f"a timestamptz as {target.name} in time zone {zone}")
@@ -221,6 +225,12 @@ def _cast(node: exp.Cast, types: Typer, zone: str) -> exp.Expr | None:
     if target.is_("timestamptz"):
         return _as_instant(node.this, types, zone)
     return None
+
+
+def _time_of(value: exp.Expr, zone: str) -> exp.Expr:
+    """A timestamptz's local time of day; NULL for an infinity, as PostgreSQL's timestamptz_time."""
+    finite = exp.If(this=call("isfinite", value.copy()), true=cast(local(value, zone), "TIME"))
+    return exp.Case(ifs=[finite])
 
 
 def _shift(node: exp.Add | exp.Sub, types: Typer, zone: str) -> exp.Expr | None:

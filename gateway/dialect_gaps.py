@@ -1,0 +1,78 @@
+"""PostgreSQL functions and operators DuckDB lacks for some types, written with what DuckDB has (rules of
+:mod:`lakegate.gateway.dialect`):
+
+* ``bytea``: ``length(b)`` is its bytes (``octet_length``), ``encode(b, 'hex')`` PostgreSQL's lower-case hex
+  (``base64`` and ``escape`` are refused: PostgreSQL wraps base64 lines at 76 characters and escapes bytes its own
+  way);
+* times of day: ``timestamp + time`` (and ``time + timestamp``) adds the time as an interval, ``time - time`` is
+  the interval between them (PostgreSQL's ``time_mi_time``: microseconds only, ``24:00`` included);
+* numeric ``*``: DuckDB multiplies two decimals of up to 18 digits in 18 digits (``DECIMAL(12,4) *
+  DECIMAL(12,4)`` is ``DECIMAL(18,8)``, an overflow error beyond), where PostgreSQL's product has every digit: an
+  operand of known scale is widened to 38 digits first.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.pgtype import PgType
+from lakegate.gateway.pgtyping import Typer
+
+
+def _is(typ: PgType | None, *names: str) -> bool:
+    return typ is not None and typ.is_(*names)
+
+
+def _bytes(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if isinstance(node, exp.Length) and _is(types.of(node.this), "bytea"):
+        return cast(call("octet_length", node.this), "INTEGER")
+    if isinstance(node, exp.Encode) and _is(types.of(node.this), "bytea"):
+        form = node.args.get("charset")
+        if isinstance(form, exp.Literal) and form.is_string and form.this.lower() == "hex":
+            return call("lower", call("hex", node.this))
+        raise refusal(node, f"encode() with the format {form.sql(dialect='postgres') if form else '?'}")
+    return None
+
+
+def _as_interval(time: exp.Expr) -> exp.Expr:
+    """A time of day as the interval since midnight (PostgreSQL's time -> interval)."""
+    midnight = cast(exp.Literal.string("00:00:00"), "TIME")
+    return call("to_microseconds", call("date_diff", exp.Literal.string("microsecond"), midnight, time))
+
+
+def _times_of_day(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Add | exp.Sub):
+        return None
+    left, right = types.of(node.this), types.of(node.expression)
+    if isinstance(node, exp.Sub) and _is(left, "time") and _is(right, "time"):
+        return call(
+            "to_microseconds", call("date_diff", exp.Literal.string("microsecond"), node.expression, node.this)
+        )
+    if isinstance(node, exp.Add) and _is(left, "timestamp") and _is(right, "time"):
+        return exp.Add(this=node.this, expression=_as_interval(node.expression))
+    if isinstance(node, exp.Add) and _is(left, "time") and _is(right, "timestamp"):
+        return exp.Add(this=node.expression, expression=_as_interval(node.this))
+    return None
+
+
+def _wide_product(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Mul):
+        return None
+    operands = (node.this, node.expression)
+    kinds = [types.of(o) for o in operands]
+    if not any(k is not None and k.numeric and not k.dims for k in kinds):
+        return None
+    for key, operand, kind in zip(("this", "expression"), operands, kinds, strict=True):
+        if kind is None or kind.dims:
+            continue
+        if kind.integer:
+            node.set(key, cast(operand, "DECIMAL(38, 0)"))
+            return None
+        if kind.numeric and kind.precision is not None and kind.scale is not None and not kind.loose_scale:
+            node.set(key, cast(operand, f"DECIMAL(38, {kind.scale})"))
+            return None
+    return None
+
+
+RULES: list[Rule] = [_bytes, _times_of_day, _wide_product]
