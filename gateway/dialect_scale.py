@@ -22,13 +22,11 @@ PostgreSQL shows the one its plan meets first: the lake route then answers an er
 
 from __future__ import annotations
 
-import dataclasses
-
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtyping import Typer, passes_text, star_of
+from lakegate.gateway.pgtyping import Typer, output_name, passes_text, shows_text
 
 TEXT_SCALE = 18  #: fractional digits of an unconstrained numeric read as a decimal
 _QUOTIENTS = ("pg_numeric_div", "pg_numeric_var")
@@ -96,36 +94,36 @@ RULES: list[Rule] = [_valueize]
 
 
 def show_numerics(ast: exp.Expr, types: Typer, projections: list[tuple[str, PgType | None]] | None) -> None:
-    """Turn the result columns of ``ast`` (rewritten) whose display scale DuckDB's type cannot tell into
-    PostgreSQL's text of them; ``projections`` are the result columns' PostgreSQL types."""
+    """Turn the select-list items whose display scale DuckDB's type cannot tell into PostgreSQL's text of them,
+    in the statement's own SELECT and in every derived table and CTE (whose columns the typing then holds as
+    text); ``projections`` are the result columns' PostgreSQL types (a set operation's or a ``*``'s column that
+    is still a decimal there is refused)."""
     _texts(ast, types)
-    if projections is None:
-        return
-    loose = [typ is not None and typ.loose_scale and not held(typ) and not typ.dims for _, typ in projections]
-    if not any(loose):
-        return
-    if not isinstance(ast, exp.Select) or any(star_of(item) is not None for item in ast.expressions):
-        name = next(n for (n, _), is_loose in zip(projections, loose, strict=True) if is_loose)
-        raise refusal(
-            ast, f"the numeric {name} of a set operation or of a *, whose display scale varies per value"
-        )
-    distinct = ast.args.get("distinct")
-    if distinct is not None and not distinct.args.get("on"):
-        raise refusal(
-            distinct, "DISTINCT over numerics whose display scale varies per value (1.5 equals 1.50)"
-        )
+    for select in list(ast.find_all(exp.Select)):
+        _show_items(select, types)
+    for name, typ in projections or []:
+        if typ is not None and typ.numeric and typ.loose_scale and not typ.held_text:
+            where = ast.args.get("distinct") or ast
+            raise refusal(
+                where,
+                f"the numeric {name} (its display scale varies per value) of a set operation, a DISTINCT or a "
+                "column of a derived table computed otherwise",
+            )
+
+
+def _show_items(select: exp.Select, types: Typer) -> None:
+    items = list(select.expressions)
     shown: dict[int, exp.Expr] = {}
-    items = list(ast.expressions)
-    for index, (is_loose, (name, _)) in enumerate(zip(loose, projections, strict=True)):
-        if not is_loose:
+    for index, item in enumerate(items):
+        typ = types.of(item)
+        if typ is None or not typ.numeric or not typ.loose_scale or held(typ) or not shows_text(item):
             continue
-        item = items[index]
         value = item.this if isinstance(item, exp.Alias) else item
         shown[index] = value.copy()
-        text = _shown(value, types, ast)
-        items[index] = exp.alias_(text, name, quoted=True)
-    _order_by_values(ast, items, shown)
-    ast.set("expressions", items)
+        items[index] = exp.alias_(_shown(value, types, select), output_name(item), quoted=True)
+    if shown:
+        _order_by_values(select, items, shown)
+        select.set("expressions", items)
 
 
 def _texts(ast: exp.Expr, types: Typer) -> None:
@@ -261,7 +259,3 @@ def _rewrapped(outer: exp.Expr, aggregate: exp.Expr, new: exp.Expr) -> exp.Expr:
     else:
         copy.set("this", new)
     return copy
-
-
-def unheld(typ: PgType | None) -> PgType | None:
-    return dataclasses.replace(typ, held_text=False) if typ is not None and typ.held_text else typ

@@ -382,8 +382,9 @@ class Typer:
         out: list[tuple[str, PgType | None]] = []
         for column in columns:
             typ = column.typ
-            if typ is not None and typ.held_text and not column.starred and not passes_text(column.item):
-                typ = dataclasses.replace(typ, held_text=False)  # the rewrites read it as a decimal there
+            if typ is not None and typ.numeric and typ.loose_scale and not column.starred:
+                # sent on as text (dialect_scale), or read as a decimal by the rewrites
+                typ = dataclasses.replace(typ, held_text=shows_text(column.item))
             out.append((column.name, typ))
         return out
 
@@ -466,14 +467,20 @@ def passes_text(item: exp.Expr) -> bool:
     and ``1.5`` equals ``1.50``). Anywhere else the rewrites read the text as a decimal."""
     column = item.this if isinstance(item, exp.Alias) else item
     select = item.parent
-    if (
-        not isinstance(column, exp.Column)
-        or not isinstance(select, exp.Select)
-        or item.arg_key != "expressions"
-    ):
+    if not isinstance(column, exp.Column) or not isinstance(select, exp.Select):
+        return False
+    return shows_text(item) and not select.args.get("group")
+
+
+def shows_text(item: exp.Expr) -> bool:
+    """Whether a select-list item sends a numeric whose display scale varies per value on as PostgreSQL's text
+    of it (:mod:`lakegate.gateway.dialect_scale`): an item of the statement's own SELECT, of a derived table or
+    of a CTE, which does not remove duplicates."""
+    select = item.parent
+    if not isinstance(select, exp.Select) or item.arg_key != "expressions":
         return False
     distinct = select.args.get("distinct")
-    if select.args.get("group") or (distinct is not None and not distinct.args.get("on")):
+    if distinct is not None and not distinct.args.get("on"):
         return False
     node: exp.Expr = select
     holder = select.parent

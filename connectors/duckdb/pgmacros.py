@@ -87,7 +87,7 @@ MACROS = (
     "CREATE MACRO pg_numeric_text(s, scale) AS CASE WHEN s IS NULL THEN NULL "
     "WHEN NOT regexp_full_match(trim(s), '[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)') "
     "THEN error('invalid input syntax for type numeric: \"' || s || '\"') "
-    "WHEN length(split_part(trim(s), '.', 2)) > scale "
+    "WHEN length(rtrim(split_part(trim(s), '.', 2), '0')) > scale "
     "OR length(ltrim(split_part(ltrim(trim(s), '+-'), '.', 1), '0')) > 38 - scale "
     "THEN error('the numeric ' || trim(s) || ' does not fit the lake route''s decimal(38, ' || scale || ')') "
     "ELSE trim(s) END",

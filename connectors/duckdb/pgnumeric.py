@@ -77,7 +77,10 @@ def _round(value: Fraction, scale: int) -> int:
 
 
 def _text(unscaled: int, rscale: int, scale: int, what: str) -> str:
-    """The value unscaled / 10**rscale as text with at most ``scale`` fractional digits, or an error."""
+    """The value unscaled / 10**rscale as text with its ``rscale`` fractional digits (PostgreSQL's display
+    scale), or an error where ``DECIMAL(38, scale)`` cannot hold it exactly (digits beyond ``scale`` that are
+    zeros are kept in the text: DuckDB's cast drops them exactly)."""
+    kept = unscaled
     if rscale > scale:
         shift = 10 ** (rscale - scale)
         if unscaled % shift:
@@ -85,9 +88,8 @@ def _text(unscaled: int, rscale: int, scale: int, what: str) -> str:
                 f"{what} has {rscale} fractional digits at PostgreSQL's result scale, more than the {scale} "
                 "the lake route's decimal keeps"
             )
-        unscaled //= shift
-        rscale = scale
-    digits = len(str(abs(unscaled))) - rscale + scale
+        kept //= shift
+    digits = len(str(abs(kept))) - min(rscale, scale) + scale
     if digits > MAX_DIGITS:
         raise NumericError(f"{what} needs {digits} digits at scale {scale}, more than DuckDB's decimal holds")
     sign = "-" if unscaled < 0 else ""

@@ -33,3 +33,7 @@ SELECT DISTINCT nu FROM {nums}
 SELECT count(DISTINCT nu), sum(DISTINCT nu) FROM {nums}
 SELECT 0.1 + 0.20, 1.000 * 2, 5.0 / 2, 1e3::numeric, 12.3450::numeric FROM {one}
 SELECT id, sum(nu) FILTER (WHERE id > 3) OVER (), min(nu) FILTER (WHERE id < 8) OVER () FROM {nums}
+SELECT * FROM (SELECT g, avg(x) AS a, sum(y) / 3 AS b FROM {grp} GROUP BY g) s ORDER BY g NULLS FIRST
+WITH q AS (SELECT id, nu * 2 AS twice, nu / 4 AS quarter FROM {nums}) SELECT id, twice + 1, quarter FROM q WHERE twice > 0 ORDER BY id
+WITH q AS (SELECT id % 2 AS k, nu FROM {nums}) SELECT k, max(nu), count(*) FROM q GROUP BY k ORDER BY k
+SELECT s.k, s.m FROM (SELECT id % 3 AS k, min(nu) AS m FROM {nums} GROUP BY 1) s ORDER BY s.m NULLS FIRST
