@@ -74,7 +74,7 @@ def _to_text(column: exp.Column) -> bool:
     parent = column.parent
     if isinstance(parent, exp.Cast) and parent.to.is_type(*exp.DataType.TEXT_TYPES):
         return True
-    return isinstance(parent, exp.DPipe)
+    return isinstance(parent, exp.DPipe | exp.Concat | exp.ConcatWs)
 
 
 def _output_column(select: exp.Select, index: int, types: Typer) -> exp.Expr | None:
@@ -102,6 +102,8 @@ def show_numerics(ast: exp.Expr, types: Typer, projections: list[tuple[str, PgTy
     for select in list(ast.find_all(exp.Select)):
         _show_items(select, types)
     for name, typ in projections or []:
+        if typ is not None and typ.dims and typ.name == "numeric" and typ.loose_scale and not typ.held_text:
+            raise refusal(ast, f"the numeric array {name} (its elements' display scales vary per value)")
         if typ is not None and typ.numeric and typ.loose_scale and not typ.held_text:
             where = ast.args.get("distinct") or ast
             raise refusal(
@@ -127,19 +129,22 @@ def _show_items(select: exp.Select, types: Typer) -> None:
 
 
 def _texts(ast: exp.Expr, types: Typer) -> None:
-    """A numeric whose display scale varies per value, turned into text (a cast, ``||``), is its shown text."""
-    for node in list(ast.find_all(exp.Cast, exp.DPipe)):
+    """A numeric whose display scale varies per value, turned into text (a cast, ``||``, ``concat``), is its
+    shown text."""
+    for node in list(ast.find_all(exp.Cast, exp.DPipe, exp.Concat, exp.ConcatWs)):
         if isinstance(node, exp.Cast) and not node.to.is_type(*exp.DataType.TEXT_TYPES):
             continue
         select = node.find_ancestor(exp.Select)
-        for key in ("this",) if isinstance(node, exp.Cast) else ("this", "expression"):
-            value = node.args.get(key)
-            typ = types.of(value)
-            if value is None or typ is None or not typ.loose_scale or held(typ) or typ.dims:
+        values = [node.this] if isinstance(node, exp.Cast) else [node.this, node.expression]
+        if isinstance(node, exp.Concat | exp.ConcatWs):
+            values = list(node.expressions)
+        for value in values:
+            typ = types.of(value) if isinstance(value, exp.Expr) else None
+            if typ is None or not typ.numeric or not typ.loose_scale or held(typ):
                 continue
             if select is None:
                 raise refusal(value, "this numeric as text")
-            node.set(key, _shown(value, types, select))
+            value.replace(_shown(value, types, select))
 
 
 def _order_by_values(select: exp.Select, items: list[exp.Expr], shown: dict[int, exp.Expr]) -> None:

@@ -37,3 +37,6 @@ SELECT * FROM (SELECT g, avg(x) AS a, sum(y) / 3 AS b FROM {grp} GROUP BY g) s O
 WITH q AS (SELECT id, nu * 2 AS twice, nu / 4 AS quarter FROM {nums}) SELECT id, twice + 1, quarter FROM q WHERE twice > 0 ORDER BY id
 WITH q AS (SELECT id % 2 AS k, nu FROM {nums}) SELECT k, max(nu), count(*) FROM q GROUP BY k ORDER BY k
 SELECT s.k, s.m FROM (SELECT id % 3 AS k, min(nu) AS m FROM {nums} GROUP BY 1) s ORDER BY s.m NULLS FIRST
+SELECT id, concat(nu, '!'), concat_ws(',', nu, id), nu || '?', concat(nu * 2) FROM {nums}
+SELECT array_agg(nu ORDER BY id) FROM {nums}
+SELECT g, array_agg(y ORDER BY id) FROM {grp} WHERE id < 9 GROUP BY g ORDER BY g NULLS LAST
