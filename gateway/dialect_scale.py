@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.pgtype import PgType
-from lakegate.gateway.pgtyping import Typer, output_name, passes_text, shows_text
+from lakegate.gateway.pgtyping import Typer, output_name, passes_text, shows_text, star_of
 
 TEXT_SCALE = 18  #: fractional digits of an unconstrained numeric read as a decimal
 _QUOTIENTS = ("pg_numeric_div", "pg_numeric_var")
@@ -100,7 +100,10 @@ def show_numerics(ast: exp.Expr, types: Typer, projections: list[tuple[str, PgTy
     is still a decimal there is refused)."""
     _texts(ast, types)
     for select in list(ast.find_all(exp.Select)):
+        _refuse_text_compared(select, types)
         _show_items(select, types)
+    for union in list(ast.find_all(exp.SetOperation)):
+        _refuse_text_ordered(union, types)
     for name, typ in projections or []:
         if typ is not None and typ.dims and typ.name == "numeric" and typ.loose_scale and not typ.held_text:
             raise refusal(ast, f"the numeric array {name} (its elements' display scales vary per value)")
@@ -111,6 +114,39 @@ def show_numerics(ast: exp.Expr, types: Typer, projections: list[tuple[str, PgTy
                 f"the numeric {name} (its display scale varies per value) of a set operation, a DISTINCT or a "
                 "column of a derived table computed otherwise",
             )
+
+
+def _refuse_text_compared(select: exp.Select, types: Typer) -> None:
+    """A ``*`` passes numerics held as text on: where the rows are compared (DISTINCT, UNION, INTERSECT,
+    EXCEPT) their text would be (``1.5`` and ``1.50`` are one value in PostgreSQL)."""
+    if not any(star_of(item) is not None for item in select.expressions):
+        return
+    distinct = select.args.get("distinct")
+    parent = select.parent
+    while isinstance(parent, exp.Subquery):
+        parent = parent.parent
+    compared = (distinct is not None and not distinct.args.get("on")) or (
+        isinstance(parent, exp.SetOperation) and bool(parent.args.get("distinct", True))
+    )
+    if not compared:
+        return
+    for column in types.result_columns(select) or []:
+        if column.starred and held(column.typ):
+            raise refusal(select, f"rows compared with their unconstrained numeric {column.name} (1.5 equals 1.50)")
+
+
+def _refuse_text_ordered(union: exp.SetOperation, types: Typer) -> None:
+    """ORDER BY of a set operation's column that is a numeric held as text would order its text."""
+    order = union.args.get("order")
+    columns = types.projections(union) if order is not None else None
+    for ordered in order.expressions if order is not None and columns else []:
+        key = ordered.this
+        names = [n for n, typ in columns or [] if held(typ)]
+        by_position = isinstance(key, exp.Literal) and key.is_int and 0 < int(key.this) <= len(columns or [])
+        if by_position and held((columns or [])[int(key.this) - 1][1]) or (
+            isinstance(key, exp.Column) and key.name in names
+        ):
+            raise refusal(ordered, "ORDER BY an unconstrained numeric over a set operation")
 
 
 def _show_items(select: exp.Select, types: Typer) -> None:

@@ -40,3 +40,6 @@ SELECT s.k, s.m FROM (SELECT id % 3 AS k, min(nu) AS m FROM {nums} GROUP BY 1) s
 SELECT id, concat(nu, '!'), concat_ws(',', nu, id), nu || '?', concat(nu * 2) FROM {nums}
 SELECT array_agg(nu ORDER BY id) FROM {nums}
 SELECT g, array_agg(y ORDER BY id) FROM {grp} WHERE id < 9 GROUP BY g ORDER BY g NULLS LAST
+SELECT * FROM {nums} UNION ALL SELECT * FROM {nums} ORDER BY id, nu
+SELECT DISTINCT * FROM (SELECT nu FROM {nums}) s
+SELECT * FROM {nums} UNION ALL SELECT * FROM {nums} ORDER BY id DESC
