@@ -6,6 +6,10 @@
   way);
 * times of day: ``timestamp + time`` (and ``time + timestamp``) adds the time as an interval, ``time - time`` is
   the interval between them (PostgreSQL's ``time_mi_time``: microseconds only, ``24:00`` included);
+* an array literal (``'{1,2,"x y",NULL}'::int[]``): PostgreSQL's text form of a one-dimensional array, read as
+  PostgreSQL reads it (quotes, backslash escapes, unquoted ``NULL``, blanks around unquoted elements), becomes a
+  list of the elements cast to the element type (DuckDB reads ``[1, 2]``), for integer and text elements; other
+  dimensions and element types are refused;
 * numeric ``*``: DuckDB multiplies two decimals of up to 18 digits in 18 digits (``DECIMAL(12,4) *
   DECIMAL(12,4)`` is ``DECIMAL(18,8)``, an overflow error beyond), where PostgreSQL's product has every digit: an
   operand of known scale is widened to 38 digits first.
@@ -47,7 +51,8 @@ def _times_of_day(node: exp.Expr, types: Typer) -> exp.Expr | None:
     left, right = types.of(node.this), types.of(node.expression)
     if isinstance(node, exp.Sub) and _is(left, "time") and _is(right, "time"):
         return call(
-            "to_microseconds", call("date_diff", exp.Literal.string("microsecond"), node.expression, node.this)
+            "to_microseconds",
+            call("date_diff", exp.Literal.string("microsecond"), node.expression, node.this),
         )
     if isinstance(node, exp.Add) and _is(left, "timestamp") and _is(right, "time"):
         return exp.Add(this=node.this, expression=_as_interval(node.expression))
@@ -75,4 +80,79 @@ def _wide_product(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return None
 
 
-RULES: list[Rule] = [_bytes, _times_of_day, _wide_product]
+def array_elements(text: str) -> list[str | None] | None:
+    """The elements of PostgreSQL's text of a one-dimensional array (None: not one this reads)."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    body = body[1:-1]
+    if not body.strip():
+        return []
+    out: list[str | None] = []
+    i, n = 0, len(body)
+    while i <= n:
+        while i < n and body[i].isspace():
+            i += 1
+        if i < n and body[i] == '"':
+            value, i = _quoted_element(body, i + 1)
+            if value is None:
+                return None
+            while i < n and body[i].isspace():
+                i += 1
+            out.append(value)
+        else:
+            end = body.find(",", i)
+            end = n if end < 0 else end
+            raw = body[i:end].strip()
+            if not raw or any(c in raw for c in '{}"\\'):
+                return None
+            out.append(None if raw.upper() == "NULL" else raw)
+            i = end
+        if i < n and body[i] != ",":
+            return None
+        i += 1
+    return out
+
+
+def _quoted_element(body: str, i: int) -> tuple[str | None, int]:
+    value: list[str] = []
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            value.append(body[i + 1])
+            i += 2
+        elif char == '"':
+            return "".join(value), i + 1
+        else:
+            value.append(char)
+            i += 1
+    return None, i
+
+
+def _array_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    if not isinstance(node, exp.Cast) or not isinstance(node.this, exp.Literal) or not node.this.is_string:
+        return None
+    target = types.of(node)
+    if target is None or target.dims != 1 or not node.to.is_type(exp.DType.ARRAY):
+        return None
+    elements = array_elements(node.this.this)
+    if elements is None:
+        raise refusal(
+            node, f"the array literal {node.this.this!r} (the lake route reads one-dimensional arrays)"
+        )
+    element_type = node.to.expressions[0].sql(dialect="duckdb")
+    if target.elem.integer:  # '1.5' is an error for an integer, as in PostgreSQL (DuckDB rounds)
+        items = [
+            cast(exp.Null() if e is None else call("pg_int_text", exp.Literal.string(e)), element_type)
+            for e in elements
+        ]
+    elif target.elem.is_("text", "varchar"):
+        items = [cast(exp.Null() if e is None else exp.Literal.string(e), element_type) for e in elements]
+    else:
+        raise refusal(
+            node, f"an array literal of {target.elem.name} (the lake route reads integer and text ones)"
+        )
+    return cast(exp.Array(expressions=items), node.to.sql(dialect="duckdb"))
+
+
+RULES: list[Rule] = [_bytes, _times_of_day, _wide_product, _array_literal]

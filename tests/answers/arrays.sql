@@ -49,3 +49,6 @@ SELECT 'maybe'::boolean FROM {one}
 SELECT id, b::text, b::int FROM {misc}
 SELECT count(*) FILTER (WHERE b) FROM {misc}
 SELECT id, md5(by) FROM {misc}
+SELECT '{ 10 , -2,NULL}'::int[], '{a,"b c",NULL,"NULL","x\"y"}'::text[], '{}'::bigint[] FROM {one}
+SELECT id FROM {misc} WHERE ia = '{1,2,3}'::int[] OR ta = '{b,a}'::text[] ORDER BY id
+SELECT '{1.5}'::int[] FROM {one}
