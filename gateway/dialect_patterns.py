@@ -18,11 +18,17 @@ Written by hand: no library translates either.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, refusal
 from lakegate.gateway.pgtyping import Typer
+
+try:  # Python's own parser of regular expressions (re._parser since 3.11), to count and check groups
+    import re._parser as re_parser  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover
+    import sre_parse as re_parser  # type: ignore[no-redef]
 
 _BOUND = re.compile(r"\{\d+(?:,\d*)?\}")
 _FORMAT = re.compile(r"%(.)", re.DOTALL)
@@ -135,4 +141,59 @@ def _format(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return exp.Paren(this=out)
 
 
-RULES: list[Rule] = [_similar, _format]
+def match_groups(pattern: str) -> int | None:
+    """The capture groups of a regular expression whose every group takes part in every match (None: a
+    pattern this module does not translate — an optional or alternative group, which PostgreSQL reports as
+    NULL and DuckDB's regexp_extract as '', lookaround or back references)."""
+    try:
+        parsed = re_parser.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return None
+    return parsed.state.groups - 1 if _every_group_matches(list(parsed), False) else None
+
+
+def _every_group_matches(items: list[Any], optional: bool) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name == "SUBPATTERN":
+            if (optional and av[0] is not None) or not _every_group_matches(list(av[-1]), optional):
+                return False
+        elif name == "BRANCH":
+            if not all(_every_group_matches(list(b), True) for b in av[1]):
+                return False
+        elif name.endswith("REPEAT"):
+            if not _every_group_matches(list(av[2]), optional or av[0] == 0):
+                return False
+        elif name in ("ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS", "ATOMIC_GROUP"):
+            return False
+    return True
+
+
+def _regexp_match(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``regexp_match(s, pattern[, flags])``: the first match's groups (or the whole match), NULL without one;
+    ``.`` matches newlines, as in PostgreSQL's regular expressions."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() == "regexp_match"):
+        return None
+    args = list(node.expressions)
+    pattern, flags = (args + [None, None])[1:3]
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string) or len(args) > 3:
+        raise refusal(node, "regexp_match() with a pattern that is not a literal")
+    if flags is not None and not (isinstance(flags, exp.Literal) and flags.is_string and flags.this in ("", "i")):
+        raise refusal(node, "regexp_match() with flags other than 'i'")
+    groups = match_groups(pattern.this)
+    if groups is None or re.search(r"\\[A-Za-z]|\[\[:", pattern.this):
+        raise refusal(
+            node,
+            f"regexp_match() with the pattern {pattern.this!r} (class escapes such as \\w, whose classes the "
+            "engines define differently, optional or alternative groups, lookaround)",
+        )
+    options = exp.Literal.string("s" + (flags.this if isinstance(flags, exp.Literal) else ""))
+    parts = [
+        call("regexp_extract", args[0].copy(), pattern.copy(), exp.Literal.number(g), options.copy())
+        for g in range(1 if groups else 0, groups + 1)
+    ]
+    found = call("regexp_matches", args[0].copy(), pattern.copy(), options.copy())
+    return exp.Case(ifs=[exp.If(this=found, true=exp.Array(expressions=parts))])
+
+
+RULES: list[Rule] = [_similar, _format, _regexp_match]

@@ -35,3 +35,6 @@ SELECT id, c SIMILAR TO 'ab', c SIMILAR TO 'ab %', v SIMILAR TO '(x|a)%_{1,2}' F
 SELECT id, t SIMILAR TO 'line1%line2', t SIMILAR TO '%^%', t SIMILAR TO '(a|b)+' FROM {strs}
 SELECT id, t SIMILAR TO '%[a-c]%' FROM {strs}
 SELECT id, t SIMILAR TO '\d%' FROM {strs}
+SELECT id, regexp_match(t, 'o(.)'), regexp_match(v, '^([a-z]+)-([a-z]+)', 'i'), regexp_match(t, 'l') FROM {strs}
+SELECT id, regexp_match(t, 'line1.line2'), (regexp_match(t, '([0-9]+)'))[1] FROM {strs}
+SELECT id, regexp_match(t, '(a)|(b)') FROM {strs}
