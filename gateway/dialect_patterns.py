@@ -196,4 +196,26 @@ def _regexp_match(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return exp.Case(ifs=[exp.If(this=found, true=exp.Array(expressions=parts))])
 
 
-RULES: list[Rule] = [_similar, _format, _regexp_match]
+#: escapes whose class PostgreSQL takes from the text's locale (Unicode letters and spaces in a UTF-8 one) and
+#: RE2 from ASCII, or that mean another thing (``\b`` is a backspace in PostgreSQL, a word boundary in RE2)
+_LOCALE_CLASSES = re.compile(r"\\[wWsSbB]|\[\[:")
+_REGEX_NODES = (exp.RegexpLike, exp.RegexpILike, exp.RegexpReplace, exp.RegexpCount, exp.RegexpSubstr)
+_REGEX_FUNCTIONS = ("regexp_matches", "regexp_split_to_array", "regexp_split_to_table", "regexp_instr")
+
+
+def _regex_classes(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """A regular expression with a class escape the engines define differently is refused (``t ~ '\\w'`` matched
+    ``Ünïcödé`` in PostgreSQL, not in DuckDB)."""
+    pattern: exp.Expr | None = None
+    if isinstance(node, _REGEX_NODES):
+        pattern = node.args.get("expression")
+    elif isinstance(node, exp.Anonymous) and node.name.lower() in _REGEX_FUNCTIONS and len(node.expressions) > 1:
+        pattern = node.expressions[1]
+    if isinstance(pattern, exp.Literal) and pattern.is_string and _LOCALE_CLASSES.search(pattern.this):
+        raise refusal(
+            node, f"the regular expression {pattern.this!r} (its class escapes match otherwise in DuckDB's RE2)"
+        )
+    return None
+
+
+RULES: list[Rule] = [_similar, _format, _regexp_match, _regex_classes]

@@ -38,3 +38,5 @@ SELECT id, t SIMILAR TO '\d%' FROM {strs}
 SELECT id, regexp_match(t, 'o(.)'), regexp_match(v, '^([a-z]+)-([a-z]+)', 'i'), regexp_match(t, 'l') FROM {strs}
 SELECT id, regexp_match(t, 'line1.line2'), (regexp_match(t, '([0-9]+)'))[1] FROM {strs}
 SELECT id, regexp_match(t, '(a)|(b)') FROM {strs}
+SELECT id FROM {strs} WHERE t ~ '^\w+ \w+$'
+SELECT id FROM {strs} WHERE t ~* 'ü'
