@@ -213,6 +213,10 @@ def lake_column(iceberg: object, source: str | None) -> PgType | None:
     recorded = _parse_source(source) if source else None
     if recorded is None or recorded.dims != dims:
         return stored
+    if name == "numeric" and re.fullmatch(r"\s*(numeric|decimal)\s*(\[\])*\s*", source or "", re.IGNORECASE):
+        # an unconstrained numeric stored as decimal(P,S) ([ingest] unbounded_numeric): the values' own display
+        # scales are not kept (1.5 and 1.50 are both 1.500...): usable as values, refused where shown
+        return replace(stored, loose_scale=True)
     if name == "text" and recorded.name in (
         "bpchar",
         "varchar",

@@ -6,9 +6,16 @@ from __future__ import annotations
 import re
 
 import pytest
+import sqlglot
+from pyiceberg.types import DecimalType, IntegerType
 
 from lakegate.connectors.duckdb import pgkeys
+from lakegate.gateway.dialect import postgres_semantics
 from lakegate.gateway.dialect_patterns import similar_regex
+from lakegate.gateway.dialect_scale import show_numerics
+from lakegate.gateway.errors import UnsupportedQuery
+from lakegate.gateway.pgtype import PgType, lake_column
+from lakegate.gateway.pgtyping import Typer
 
 
 @pytest.mark.parametrize(
@@ -49,3 +56,23 @@ def test_timetz_keys_order_by_utc_instant_then_offset() -> None:
     ordered = sorted(texts, key=pgkeys.timetz_key)
     assert ordered == ["00:00:00.000001+14", "10:00:30+05:30", "12:00:00+01", "11:00:00+00", "24:00:00-15:59"]
     assert [pgkeys.timetz_text(*p) for p in map(pgkeys.timetz_parts, texts) if p] == texts
+
+
+def _lake_route(sql: str, columns: dict[str, PgType | None]) -> str:
+    ast = sqlglot.parse_one(sql, read="postgres")
+    typer = Typer(ast, lambda table: columns)
+    typer.all()
+    projections = typer.projections(ast)
+    postgres_semantics(ast, typer)
+    show_numerics(ast, typer, projections)
+    return ast.sql(dialect="duckdb")
+
+
+def test_an_unconstrained_numeric_stored_as_decimal_is_refused_where_shown() -> None:
+    """[ingest] unbounded_numeric = "decimal(P,S)" keeps values, not their display scales (1.5 and 1.50 are both
+    1.5000000000): the lake route computes with them but refuses to show them, never printing S digits."""
+    columns = {"v": lake_column(DecimalType(38, 10), "numeric"), "id": lake_column(IntegerType(), "integer")}
+    assert "WHERE" in _lake_route("SELECT count(*) FROM t WHERE v > 1", columns)
+    for sql in ("SELECT v FROM t", "SELECT v * 2 FROM t", "SELECT sum(v) FROM t", "SELECT v::text FROM t"):
+        with pytest.raises(UnsupportedQuery, match="display scale|numeric"):
+            _lake_route(sql, columns)
