@@ -341,7 +341,8 @@ def _numeric_literal(node: exp.Expr, text: str) -> exp.Expr:
 def _exponent_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
     """A number written with an exponent (``1e3``) is a numeric in PostgreSQL (DuckDB: a double)."""
     exponent = isinstance(node, exp.Literal) and not node.is_string and "e" in node.this.lower()
-    if exponent and not (isinstance(node.parent, exp.Cast) and node.arg_key == "this"):
+    cast_operand = isinstance(node.parent, exp.Cast) and node.arg_key == "this"
+    if exponent and not cast_operand and node.find_ancestor(exp.Version) is None:  # not a time-travel argument
         return _numeric_literal(node, node.this)
     return None
 
