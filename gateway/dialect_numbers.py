@@ -21,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
-from lakegate.gateway.dialect_scale import text_of
+from lakegate.gateway.dialect_scale import rewrapped, text_of
 from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
@@ -237,16 +237,7 @@ def _rewrap(
     argument = agg.this.copy()
     if value is not None:
         argument = exp.Distinct(expressions=[value]) if isinstance(agg.this, exp.Distinct) else value
-    new = kind(this=argument)
-    if outer is agg:
-        return new
-    copy = outer.copy()
-    target = copy.this if isinstance(copy, exp.Window) else copy
-    if isinstance(target, exp.Filter):
-        target.set("this", new)
-    else:
-        copy.set("this", new)
-    return copy
+    return rewrapped(outer, agg, kind(this=argument))
 
 
 _FLOAT_ONLY = {"sqrt": "sqrt()", "ln": "ln()", "exp": "exp()", "log": "log()", "pow": "power()"}

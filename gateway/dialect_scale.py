@@ -281,15 +281,15 @@ def _aggregate_scale(outer: exp.Expr, aggregate: exp.Expr, scale: exp.Expr) -> e
     """sum(): the largest scale of its values; min()/max(): the scale of the value it picks (an error when
     equal values of different scales tie)."""
     if isinstance(aggregate, exp.Sum):
-        return _rewrapped(outer, aggregate, exp.Max(this=scale))
+        return rewrapped(outer, aggregate, exp.Max(this=scale))
     pick = "arg_min" if isinstance(aggregate, exp.Min) else "arg_max"
     value = aggregate.this
     low = call(pick, scale.copy(), call("row", value.copy(), scale.copy()))
     high = call(pick, scale.copy(), call("row", value.copy(), exp.Neg(this=scale.copy())))
-    return call("pg_same_scale", _rewrapped(outer, aggregate, low), _rewrapped(outer, aggregate, high))
+    return call("pg_same_scale", rewrapped(outer, aggregate, low), rewrapped(outer, aggregate, high))
 
 
-def _rewrapped(outer: exp.Expr, aggregate: exp.Expr, new: exp.Expr) -> exp.Expr:
+def rewrapped(outer: exp.Expr, aggregate: exp.Expr, new: exp.Expr) -> exp.Expr:
     """A copy of ``outer`` (the aggregate with its FILTER/OVER) with the aggregate replaced by ``new``."""
     if outer is aggregate:
         return new
