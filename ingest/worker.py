@@ -189,6 +189,8 @@ class Worker:
             self.streaming.clear()
             self.leased.clear()
             source.close()
+            for table in self.lake.values():  # the next attempt writes an unfinished transaction again
+                table.abandon_staged()
 
     # ------------------------------------------------------------------------------------------ snapshot
 

@@ -217,6 +217,58 @@ def test_a_worker_killed_between_two_parts_writes_the_transaction_again(
         _assert_exact(pg, settings, name, lake_dir)
 
 
+def test_a_worker_stopped_between_two_parts_gives_its_staged_files_up(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker stopped (or restarting after a fault) in the middle of a transaction written in parts no longer
+    protects what it staged: the files are ordinary orphans for upkeep (in this process too), their markers are
+    gone, and the next worker writes the transaction again, whole."""
+    from lakegate.connectors.iceberg import staging
+
+    names = ["public.a", "public.b"]
+    _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, names, max_batch_rows=PART)
+    hold, held, release = threading.Event(), threading.Event(), threading.Event()
+    parts: list[int] = []
+    original = LakeTable.append
+
+    def append(self: LakeTable, data: Any, *args: Any, **kwargs: Any) -> None:
+        if hold.is_set() and (self.namespace, self.name) == ("public", "a"):
+            if len(parts) == 3:
+                held.set()
+                assert release.wait(120), "the test never released the worker"
+            parts.append(data.num_rows)
+        original(self, data, *args, **kwargs)
+
+    def staged_here() -> set[str]:
+        return {p for p in staging.live_paths() if str(lake_dir) in p}
+
+    monkeypatch.setattr(LakeTable, "append", append)
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        hold.set()
+        _run_transaction(pg)
+        assert held.wait(120), "the worker did not write the transaction in parts"
+        assert staged_here(), "three parts should be staged (and protected) by now"
+        worker.stopping.set()  # stop in the middle of the transaction
+        hold.clear()
+        release.set()
+    assert staged_here() == set(), "a stopped worker's staged files are still protected in this process"
+    assert list(lake_dir.rglob(f"{staging.MARKER}*")) == [], "a stopped worker left its staging markers"
+    warehouse = Path(settings.lake.warehouse)
+    orphaned = _files(warehouse) - _referenced(settings, names)
+    assert orphaned, "the staged parts should be on disk until upkeep removes them"
+    table = lake_table(settings, "public.a")
+    for lake in (table.changelog, table.state):
+        orphans.remove_orphans(lake, timedelta(0))  # type: ignore[arg-type]
+    assert not orphaned & _files(warehouse), "orphan removal should now delete the given-up parts"
+    monkeypatch.setattr(LakeTable, "append", original)
+    with running_worker(settings):
+        wait_caught_up(pg)
+    for name in names:
+        _assert_exact(pg, settings, name, lake_dir)
+
+
 def test_schema_changes_inside_a_transaction_written_in_parts(
     pg: psycopg.Connection, pg_dsn: str, lake_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

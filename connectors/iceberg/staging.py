@@ -17,7 +17,9 @@ this was written); TOAST carry-over reads the previous value from the staged fil
 A crash before the last part: the staged files are orphans (no snapshot references them), the stream resumes from
 the confirmed position, which lies before the transaction, and the transaction is written again from its start:
 nothing lost, nothing twice. Orphan removal (``orphan_age``) deletes the orphans later; it never deletes files
-this process has staged (:func:`live_paths`), whatever their age.
+this process has staged (:func:`live_paths`), whatever their age, until the worker that staged them stops or
+starts again after a fault: it then gives them up (they are orphans like a crash's; its next attempt writes the
+transaction again).
 
 Other processes (``lakegate maintain``) learn what is staged from a *marker* beside the table's metadata
 (``metadata/lakegate-staged-<uuid>.json``, the staged files' paths), written again at each part and removed when

@@ -148,6 +148,11 @@ class Follower:
             self._state = state_of(table)
         return self._state
 
+    def abandon_staged(self) -> None:
+        """Give up the state table's staged files, if any (see :meth:`LakeTable.abandon_staged`)."""
+        if self._state is not None:
+            self._state.discard_staged()
+
     def follow(
         self,
         table: LakeTable,

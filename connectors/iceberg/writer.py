@@ -362,6 +362,16 @@ class LakeTable:
         with self._state_lock():
             return self._follower.compact_due(self)
 
+    def abandon_staged(self) -> None:
+        """The worker using this object stops (or starts again): the parts of an unfinished transaction staged here
+        are given up. They stay on storage as orphans (a commit tried with them may have landed: orphan removal
+        decides, by what the snapshots reference), no longer protected by this process or a marker; the stream
+        resumes before the transaction and writes it again."""
+        if self._staged is not None:
+            self._staged.release()
+            self._staged = None
+        self._follower.abandon_staged()
+
     def forget_index(self) -> None:
         """The state table's key index is read from the lake again at its next use (a compaction's commit that
         the catalog refused had moved it already)."""
