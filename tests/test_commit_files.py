@@ -1,6 +1,7 @@
 """The pieces of a commit written without pyiceberg's generic code (issue 11.16) give what pyiceberg gives:
 data-file statistics (connectors/iceberg/filestats.py), Avro file headers (manifestfiles.header_bytes), the table
-metadata JSON (metadatajson.py) and Avro reading with cached reader trees (avroreaders.py)."""
+metadata JSON (metadatajson.py), snapshot lookups by id (snapshotindex.py) and Avro reading with cached reader
+trees (avroreaders.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.schema import sanitize_column_names
 from pyiceberg.table import Table
 
-from lakegate.connectors.iceberg import manifestfiles, metadatajson
+from lakegate.connectors.iceberg import manifestfiles, metadatajson, snapshotindex
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 
 ROWS = 1500  #: more than SMALL_FILE_ROWS, in three row groups of 500
@@ -132,14 +133,52 @@ def test_avro_header_is_pyiceberg_s(meta: dict[str, str]) -> None:
 
 
 def test_metadata_json_is_pyiceberg_s(catalog: SqlCatalog) -> None:
+    """Byte for byte, as the lists grow at their end, when snapshots are expired from their middle and start, and
+    when the metadata log slides (it keeps 3 entries here)."""
     data = _data(5)
-    table = catalog.create_table("ns.t", schema=data.schema, properties={"a": 'quote " "snapshots":[]'})
-    for _ in range(metadatajson.SPLICE_FROM + 2):
+    table = catalog.create_table(
+        "ns.t",
+        schema=data.schema,
+        properties={"a": 'quote " "snapshots":[]', "write.metadata.previous-versions-max": "3"},
+    )
+
+    def same() -> None:
+        for exclude_none in (True, False):
+            text = table.metadata.model_dump_json(exclude_none=exclude_none)
+            for _ in range(2):  # the second time from the kept texts
+                assert metadatajson.dumps(table.metadata, exclude_none=exclude_none).decode("utf-8") == text
+
+    for _ in range(metadatajson.SPLICE_FROM + 3):
         table.append(data)
-        text = table.metadata.model_dump_json()
-        assert metadatajson.dumps(table.metadata).decode("utf-8") == text
-        assert metadatajson.dumps(table.metadata).decode("utf-8") == text  # kept snapshots
+        same()
     assert len(table.metadata.snapshots) > metadatajson.SPLICE_FROM
+    assert len(table.metadata.metadata_log) == 3 and table.metadata.snapshot_log
+    ids = [s.snapshot_id for s in table.metadata.snapshots]
+    table.maintenance.expire_snapshots().by_ids([ids[0], ids[5]]).commit()
+    assert len(table.metadata.snapshots) == len(ids) - 2
+    same()
+    table.append(data)
+    same()
+
+
+def test_snapshot_lookup_is_the_scan_s(catalog: SqlCatalog) -> None:
+    """snapshotindex answers as pyiceberg's scan of the list, for every snapshot and for a missing id, on every
+    version of the metadata as it grows and after an expiry."""
+    data = _data(5)
+    table = catalog.create_table("ns.t", schema=data.schema)
+    versions = []
+    for _ in range(snapshotindex.INDEX_FROM + 3):
+        table.append(data)
+        versions.append(table.metadata)
+    ids = [s.snapshot_id for s in table.metadata.snapshots]
+    table.maintenance.expire_snapshots().by_ids(ids[:2]).commit()
+    versions.append(table.metadata)
+    for metadata in versions:
+        for snapshot_id in [*ids, 12345]:
+            found = metadata.snapshot_by_id(snapshot_id)
+            scanned = next((s for s in metadata.snapshots if s.snapshot_id == snapshot_id), None)
+            assert found is scanned, snapshot_id
+    assert versions[-1].snapshot_by_id(ids[0]) is None and versions[-2].snapshot_by_id(ids[0]) is not None
 
 
 def test_manifests_read_with_cached_readers_are_the_same(catalog: SqlCatalog) -> None:

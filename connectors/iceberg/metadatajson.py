@@ -1,51 +1,125 @@
-"""A table's metadata JSON, with each snapshot's JSON kept from the versions written before (issue 11.16).
+"""A table's metadata JSON, assembled from the JSON of its immutable parts kept from the versions written before
+(issue 11.16).
 
 Every commit writes the table's whole metadata anew, and it lists every snapshot the table keeps (up to
-``snapshot_keep``, 100 by default, and more between two upkeep rounds), each with its summary. pyiceberg serializes
-the whole model each time; with a commit per table and flush that became the largest part of writing the metadata
-file as snapshots accumulated. A snapshot never changes once committed (the models are frozen, and a snapshot id
-names one snapshot of a table), so its JSON is kept per (table, snapshot id) and the metadata is serialized
-without its snapshots, which are spliced back in at their place. The result is the same text pyiceberg writes
-(``tests/test_lean_commit.py`` compares them); format-version 1 metadata, small histories and anything unexpected
-go through pyiceberg as before.
+``snapshot_keep``, 100 by default, and more between two upkeep rounds) with its summary, the snapshot log (one entry
+per snapshot) and the metadata log. pyiceberg serializes the whole model each time; with a commit per table and
+flush that became the largest part of writing the metadata file as snapshots accumulated. A snapshot never changes
+once committed (the models are frozen, and a snapshot id names one snapshot of a table), nor does a log entry, so:
+
+- the metadata is serialized without its three lists, which are spliced back in at their place;
+- each snapshot's JSON is kept per (table, snapshot id, parent id), each metadata-log entry's per (file, timestamp); a
+  snapshot-log entry (two integers) is formatted directly;
+- each list's joined text is kept per table with the keys it was made of: a commit adds one snapshot and one entry
+  to each log, so the next document extends the text kept instead of joining the whole list again.
+
+The result is the same text pyiceberg writes (``tests/test_commit_files.py`` compares them byte for byte through
+appends, expiry and a sliding metadata log); format-version 1 metadata, small histories and anything unexpected go
+through pyiceberg as before.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.snapshots import Snapshot
 
-_EMPTY = '"snapshots":[]'
-_KEPT: OrderedDict[tuple[str, int, bool], str] = (
-    OrderedDict()
-)  #: (table uuid, snapshot id, exclude_none) -> JSON
+_LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"), ("metadata_log", "metadata-log"))
+_EMPTY = {field: f'"{alias}":[]' for field, alias in _LISTS}
+_NONE: dict[str, list[Any]] = {field: [] for field, _ in _LISTS}
+_KEPT: OrderedDict[tuple[Hashable, ...], str] = OrderedDict()  #: (table, kind, key..., exclude_none) -> JSON
 _KEPT_MAX = 200_000  #: a worker's tables times the snapshots each keeps, several times over (~1 KiB each)
+_JOINED: OrderedDict[tuple[str, str, bool], tuple[tuple[Hashable, ...], str]] = OrderedDict()
+_JOINED_MAX = 3 * 4096  #: three lists of a worker's tables (change logs and state tables), a few times over
 _GUARD = threading.Lock()
 SPLICE_FROM = 8  #: fewer snapshots than this: pyiceberg's serialization as it is
 
 
 def dumps(metadata: TableMetadata, *, exclude_none: bool = True) -> bytes:
     """``metadata.model_dump_json(exclude_none=...)``, UTF-8 encoded."""
-    snapshots = metadata.snapshots
-    if len(snapshots) < SPLICE_FROM or metadata.format_version < 2:
+    if len(metadata.snapshots) < SPLICE_FROM or metadata.format_version < 2:
         return metadata.model_dump_json(exclude_none=exclude_none).encode("utf-8")
-    head = metadata.model_copy(update={"snapshots": []}).model_dump_json(exclude_none=exclude_none)
-    if head.count(_EMPTY) != 1:
+    head = metadata.model_copy(update=_NONE).model_dump_json(exclude_none=exclude_none)
+    if any(head.count(marker) != 1 for marker in _EMPTY.values()):
         return metadata.model_dump_json(exclude_none=exclude_none).encode("utf-8")
     table = str(metadata.table_uuid)
-    parts = [_snapshot_json(table, snapshot, exclude_none) for snapshot in snapshots]
-    return head.replace(_EMPTY, '"snapshots":[' + ",".join(parts) + "]").encode("utf-8")
+    snapshots = _joined(
+        table,
+        "snapshots",
+        exclude_none,
+        metadata.snapshots,
+        lambda s: (s.snapshot_id, s.parent_snapshot_id),
+        lambda s: _kept((table, "s", s.snapshot_id, s.parent_snapshot_id, exclude_none), s, exclude_none),
+    )
+    snapshot_log = _joined(
+        table,
+        "snapshot_log",
+        exclude_none,
+        metadata.snapshot_log,
+        lambda e: (e.snapshot_id, e.timestamp_ms),
+        _snapshot_log_entry,
+    )
+    metadata_log = _joined(
+        table,
+        "metadata_log",
+        exclude_none,
+        metadata.metadata_log,
+        lambda e: (e.metadata_file, e.timestamp_ms),
+        lambda e: _kept(("m", e.metadata_file, e.timestamp_ms, exclude_none), e, exclude_none),
+    )
+    for field, text in (
+        ("snapshots", snapshots),
+        ("snapshot_log", snapshot_log),
+        ("metadata_log", metadata_log),
+    ):
+        head = head.replace(_EMPTY[field], _EMPTY[field][:-1] + text + "]", 1)
+    return head.encode("utf-8")
 
 
-def _snapshot_json(table: str, snapshot: Snapshot, exclude_none: bool) -> str:
-    key = (table, snapshot.snapshot_id, exclude_none)
+def _joined(
+    table: str,
+    kind: str,
+    exclude_none: bool,
+    items: Sequence[Any],
+    key: Callable[[Any], Hashable],
+    text: Callable[[Any], str],
+) -> str:
+    """The items' JSON joined with commas; extends the text kept for this table and list when the list only grew
+    at its end since (a commit's usual change)."""
+    keys = tuple(key(item) for item in items)
+    slot = (table, kind, exclude_none)
+    with _GUARD:
+        last = _JOINED.get(slot)
+    if last is not None and last[0] == keys:
+        return last[1]
+    if last is not None and last[0] and keys[: len(last[0])] == last[0]:
+        joined = ",".join((last[1], *(text(item) for item in items[len(last[0]) :])))
+    else:
+        joined = ",".join(text(item) for item in items)
+    with _GUARD:
+        _JOINED[slot] = (keys, joined)
+        _JOINED.move_to_end(slot)
+        while len(_JOINED) > _JOINED_MAX:
+            _JOINED.popitem(last=False)
+    return joined
+
+
+def _snapshot_log_entry(entry: Any) -> str:
+    """A snapshot-log entry as pydantic writes it (two required integers, in this order)."""
+    snapshot_id, timestamp = entry.snapshot_id, entry.timestamp_ms
+    if type(snapshot_id) is not int or type(timestamp) is not int:
+        return str(entry.model_dump_json())
+    return f'{{"snapshot-id":{snapshot_id},"timestamp-ms":{timestamp}}}'
+
+
+def _kept(key: tuple[Hashable, ...], model: Any, exclude_none: bool) -> str:
     with _GUARD:
         text = _KEPT.get(key)
     if text is None:
-        text = snapshot.model_dump_json(exclude_none=exclude_none)
+        text = str(model.model_dump_json(exclude_none=exclude_none))
         with _GUARD:
             _KEPT[key] = text
             while len(_KEPT) > _KEPT_MAX:
