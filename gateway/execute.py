@@ -69,12 +69,18 @@ class Watchdog:
         with self._cond:
             handle = next(self._ids)
             heapq.heappush(self._heap, (deadline, handle, callback))
-            self._cond.notify()
+            if self._heap[0][1] == handle:  # the thread sleeps until the earliest deadline: wake it only when
+                self._cond.notify()  # this one comes first (a thread switch per query otherwise)
             return handle
 
     def unwatch(self, handle: int) -> None:
         with self._cond:
             self._cancelled.add(handle)
+            if len(self._cancelled) > 1024 and len(self._cancelled) * 2 > len(self._heap):
+                # disarmed deadlines stay in the heap until they pass: drop them when they are most of it
+                self._heap = [entry for entry in self._heap if entry[1] not in self._cancelled]
+                heapq.heapify(self._heap)
+                self._cancelled.clear()
 
     def _run(self) -> None:
         while True:

@@ -36,6 +36,7 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from sqlalchemy import select
+from sqlalchemy.sql.expression import ClauseElement
 
 from lakegate.connectors.changes import Position
 from lakegate.connectors.iceberg import catalog as lake_catalog
@@ -93,7 +94,7 @@ class Lake:
         self._catalog: Catalog | None = None
         self._tables: dict[tuple[str, str], Table] = {}
         self._lock = threading.Lock()
-        self._listing_sql: str | None = None
+        self._compiled: dict[str, str] = {}  #: catalog_rows' SQL by name
 
     @property
     def catalog(self) -> Catalog:
@@ -121,21 +122,30 @@ class Lake:
             raise Unavailable(f"cannot list the lake's tables: {exc}") from exc
 
     def _sql_listing(self, catalog: SqlCatalog) -> list[tuple[str, str, str]]:
-        """One query on the catalog's table, through a pooled DB-API connection: a fifth of the cost of an ORM
-        session, and it runs for every query."""
-        if self._listing_sql is None:
-            stmt = select(
+        return self.catalog_rows(
+            "listing",
+            lambda: select(
                 IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
-            ).where(IcebergTables.catalog_name == catalog.name)
-            compiled = stmt.compile(dialect=catalog.engine.dialect, compile_kwargs={"literal_binds": True})
-            self._listing_sql = str(compiled)
+            ).where(IcebergTables.catalog_name == catalog.name),
+        )
+
+    def catalog_rows(self, name: str, statement: Callable[[], ClauseElement]) -> list[tuple[Any, ...]]:
+        """The rows of a query on the SQL catalog's tables that runs for every request (named ``name``; built by
+        ``statement()`` and compiled once, its values bound as literals) through a pooled DB-API connection: a
+        fifth of the cost of an ORM session or of building and compiling the statement each time."""
+        catalog = self.catalog
+        assert isinstance(catalog, SqlCatalog)
+        sql = self._compiled.get(name)
+        if sql is None:
+            compiled = statement().compile(dialect=catalog.engine.dialect, compile_kwargs={"literal_binds": True})
+            sql = self._compiled[name] = str(compiled)
         conn = catalog.engine.raw_connection()
         try:
             cursor = conn.cursor()
-            cursor.execute(self._listing_sql)
+            cursor.execute(sql)
             rows = cursor.fetchall()
             cursor.close()
-            return [tuple(row) for row in rows]  # type: ignore[misc]
+            return [tuple(row) for row in rows]
         finally:
             conn.close()
 

@@ -27,12 +27,18 @@ def cuts(lake: Lake) -> dict[str, int]:
     try:
         catalog = lake.catalog
         if isinstance(catalog, SqlCatalog):
-            stmt = select(IcebergNamespaceProperties.property_key, IcebergNamespaceProperties.property_value).where(
-                IcebergNamespaceProperties.catalog_name == catalog.name,
-                IcebergNamespaceProperties.property_key.startswith(cut.PREFIX),
+            name = catalog.name
+            columns = IcebergNamespaceProperties
+            rows = lake.catalog_rows(  # read for every query that reads lake tables: compiled once
+                "cuts",
+                lambda: select(columns.namespace, columns.property_key, columns.property_value).where(
+                    columns.catalog_name == name, columns.property_key.startswith(cut.PREFIX)
+                ),
             )
-            with catalog.engine.connect() as conn:
-                props = [{str(key): str(value) for key, value in conn.execute(stmt)}]
+            by_namespace: dict[str, dict[str, str]] = {}
+            for namespace, key, value in rows:
+                by_namespace.setdefault(str(namespace), {})[str(key)] = str(value)
+            props = list(by_namespace.values())
         else:
             props = [catalog.load_namespace_properties(ns) for ns in catalog.list_namespaces()]
     except Exception as exc:  # whatever the catalog implementation raises

@@ -14,10 +14,13 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-from lakegate.gateway import encoders
+from lakegate.connectors.config import LakeSettings
+from lakegate.connectors.iceberg import cut
+from lakegate.gateway import encoders, lakecut
 from lakegate.gateway.errors import Forbidden, SqlSyntaxError, UnsupportedQuery
 from lakegate.gateway.execute import Watchdog, unique_names
 from lakegate.gateway.guard import Guard
+from lakegate.gateway.lake import Lake
 from lakegate.gateway.parse import DESCRIBE, EXPLAIN, QUERY, SHOW, parse
 from lakegate.gateway.route import _name_like_postgres, cap_rows
 
@@ -212,6 +215,36 @@ def test_watchdog_fires_once_and_can_be_disarmed() -> None:
     time.sleep(0.1)
     dog.stop()
     assert fired == ["a"]
+
+
+def test_watchdog_fires_an_earlier_deadline_and_keeps_armed_ones_among_many_disarmed() -> None:
+    dog = Watchdog()
+    fired: list[str] = []
+    early, armed = threading.Event(), threading.Event()
+    dog.watch(time.monotonic() + 60, lambda: fired.append("late"))
+    dog.watch(time.monotonic() + 0.05, lambda: (fired.append("early"), early.set()))  # before the sleeping one
+    assert early.wait(5)
+    dog.watch(time.monotonic() + 0.3, lambda: (fired.append("armed"), armed.set()))
+    for _ in range(3000):  # disarmed deadlines are dropped from the heap once they are most of it
+        dog.unwatch(dog.watch(time.monotonic() + 0.2, lambda: fired.append("disarmed")))
+    assert armed.wait(5)
+    time.sleep(0.1)
+    dog.stop()
+    assert fired == ["early", "armed"]
+
+
+def test_the_cut_of_each_source_is_its_newest_in_any_namespace(tmp_path: Path) -> None:
+    """lakecut.cuts reads the SQL catalog's namespace properties with one compiled query: the newest cut of a
+    source wherever it is recorded, other properties ignored, read afresh at every call."""
+    lake = Lake(LakeSettings(catalog_uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "w")))
+    catalog = lake.catalog
+    for namespace in ("public", "other", "empty"):
+        catalog.create_namespace(namespace)
+    catalog.update_namespace_properties("public", updates={cut.PREFIX + "pg": "100", "lakegateXcut.pg": "999"})
+    catalog.update_namespace_properties("other", updates={cut.PREFIX + "pg": "200", cut.PREFIX + "it's": "7"})
+    assert lakecut.cuts(lake) == {"pg": 200, "it's": 7}
+    catalog.update_namespace_properties("public", updates={cut.PREFIX + "pg": "300"})
+    assert lakecut.cuts(lake) == {"pg": 300, "it's": 7}
 
 
 @pytest.mark.parametrize("password", ["s3cr3t", "'with space'"])
