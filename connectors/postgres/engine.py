@@ -30,6 +30,7 @@ from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lakegate.connectors import intervals
+from lakegate.connectors.postgres import copyout
 from lakegate.connectors.postgres import extensions as ext
 from lakegate.connectors.postgres.connection import connect_kwargs
 from lakegate.connectors.postgres.failures import translate
@@ -311,29 +312,23 @@ class PostgresResult:
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         codecs = dict(zip(self._names, self._codecs, strict=True))
-        buf = bytearray()
-        received, cap = 0, self.max_bytes
+        assert self._conn is not None
+        cap = self.max_bytes
         try:
-            for data in self._copy:
-                received += len(data)
-                if cap is not None and received > cap:
-                    self._finish(QueryCancelled(engine="postgres"))
-                    raise QueryError(
-                        f"the result is larger than the gateway's cap of {cap} bytes (after {received} bytes of "
-                        "text from PostgreSQL); select fewer rows or columns",
-                        TOO_LARGE,
-                        engine="postgres",
-                    )
-                buf += data
-                if len(buf) >= self._chunk_bytes:
-                    yield from self._convert(buf, codecs)
-                    buf = bytearray()
+            for block in copyout.blocks(self._copy, self._conn, self._chunk_bytes, cap):
+                yield from self._convert(block, codecs)
             self._finish(None)
+        except copyout.OverCap as over:
+            self._finish(QueryCancelled(engine="postgres"))
+            raise QueryError(
+                f"the result is larger than the gateway's cap of {cap} bytes (after {over.received} bytes of "
+                "text from PostgreSQL); select fewer rows or columns",
+                TOO_LARGE,
+                engine="postgres",
+            ) from None
         except psycopg.Error as exc:
             self._finish(exc)
             raise self._translate(exc) from exc
-        if buf:
-            yield from self._convert(buf, codecs)
 
     def _translate(self, exc: psycopg.Error) -> QueryError:
         """libpq could not allocate a row (the process's memory cap, see lakegate.gateway.memory): psycopg then
