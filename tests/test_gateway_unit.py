@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import sqlglot
 
@@ -202,6 +203,26 @@ def test_csv_and_arrow_encoding() -> None:
         "f": 1.5,
         "b": None,
     }
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Etc/UTC", None, "America/New_York", "+05:30"])
+def test_iso_timestamps_write_what_strftime_writes(zone: str | None) -> None:
+    """The fast path (UTC or no zone, years 1-9999) and the strftime one agree value for value: edges of the
+    four-digit years, before 1970, leap days, nulls, a slice, and a batch reaching past year 9999."""
+    low, high = -62_135_596_800_000_000, 253_402_300_799_999_999
+    edges = [low, high, -1, 0, 1, 951_782_400_000_000, -2_208_988_800_000_000, None]
+    spread = [low + (high - low) // 997 * i for i in range(997)]
+    fmt = "%Y-%m-%dT%H:%M:%S%Ez" if zone else "%Y-%m-%dT%H:%M:%S"
+    for micros in (edges + spread, [None, None], [], [high + 1, 0]):
+        values = pa.array(micros, pa.timestamp("us", zone))
+        for part in (values, values[1:]):
+            try:
+                want = pc.strftime(part, format=fmt)
+            except pa.ArrowInvalid:  # beyond the years strftime handles: the encoders write those per value
+                with pytest.raises(pa.ArrowInvalid):
+                    encoders.iso_timestamps(part)
+                continue
+            assert encoders.iso_timestamps(part).to_pylist() == want.to_pylist()
 
 
 def test_watchdog_fires_once_and_can_be_disarmed() -> None:
