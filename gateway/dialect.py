@@ -47,8 +47,6 @@ REFUSED: dict[str, str] = {
     "timestrtotime": "to_timestamp() with PostgreSQL's patterns",
     "tonumber": "to_number() with PostgreSQL's patterns",
     "to_number": "to_number() with PostgreSQL's patterns",
-    "jsonobjectagg": "json_object_agg() (DuckDB writes numbers through a double, without PostgreSQL's spacing)",
-    "jsonbobjectagg": "jsonb_object_agg() (DuckDB writes numbers through a double, without PostgreSQL's spacing)",
     "array_to_json": "array_to_json() (DuckDB writes numbers and bytes otherwise than PostgreSQL)",
     "row_to_json": "row_to_json() (DuckDB writes numbers, bytes and field names otherwise than PostgreSQL)",
 }
@@ -79,6 +77,7 @@ def rules() -> list[Rule]:
         dialect_gaps,
         dialect_json,
         dialect_jsonbuild,
+        dialect_jsonedit,
         dialect_jsontext,
         dialect_numbers,
         dialect_opaque,
@@ -102,6 +101,7 @@ def rules() -> list[Rule]:
         *dialect_values.RULES,
         *dialect_json.RULES,
         *dialect_jsonbuild.RULES,
+        *dialect_jsonedit.RULES,
         *dialect_patterns.RULES,
     ]
 

@@ -2,12 +2,14 @@
 :mod:`lakegate.gateway.dialect`).
 
 ``json(b)_build_object``, ``json(b)_build_array``, ``to_json(b)``, ``json(b)_agg`` (with ORDER BY and FILTER),
-``json(b)_each(_text)`` in FROM and ``jsonb_set`` call :mod:`lakegate.connectors.duckdb.pgjson`, which writes
+and ``json(b)_each(_text)`` in FROM call :mod:`lakegate.connectors.duckdb.pgjson`, which writes
 PostgreSQL's text (jsonb: keys shorter first then bytewise, the last of repeated keys, ``{"a": 1}``; json:
 ``{"a" : 1}`` and json arguments as written). A value goes to it as its text with its kind, so only kinds whose text
-DuckDB prints as PostgreSQL does are taken: text and char(n) (padded), integers, numerics whose scale the statement
-fixes (a column's, a literal's), booleans, json and jsonb, NULL; others (floats, dates, arrays, records, a numeric
-whose display scale PostgreSQL picks per value) are refused, as are these aggregates as window functions.
+DuckDB prints as PostgreSQL does, or whose text it reads exactly, are taken: text and char(n) (padded), integers,
+numerics whose scale the statement fixes (a column's, a literal's) or held as their text (an unconstrained column,
+a quotient), floats (written as PostgreSQL writes them), booleans, json and jsonb, NULL; others (dates, arrays,
+records, a numeric computed with a display scale PostgreSQL picks per value) are refused, as are these aggregates
+as window functions.
 
 Written by hand: DuckDB's json functions print numbers through a double and without PostgreSQL's spacing.
 """
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from lakegate.gateway import dialect_jsontext
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.dialect_scale import text_of
 from lakegate.gateway.pgtyping import Typer
 
 _BUILD = {
@@ -37,8 +39,8 @@ _EACH = {
 }
 
 
-def _kind(value: exp.Expr, types: Typer, node: exp.Expr) -> str:
-    """The letter pgjson.build reads ``value``'s text by."""
+def kind(value: exp.Expr, types: Typer, node: exp.Expr, what: str = "") -> str:
+    """The letter pgjsonmake reads ``value``'s text by (``what``: the function named in a refusal)."""
     if isinstance(value, exp.Null):
         return "s"
     typ = types.of(value)
@@ -50,16 +52,25 @@ def _kind(value: exp.Expr, types: Typer, node: exp.Expr) -> str:
     if (
         name == "numeric"
         and typ is not None
-        and not typ.loose_scale
-        and (typ.scale is not None or _literal(value))
+        and (not typ.loose_scale and (typ.scale is not None or _literal(value)) or text_of(value) is not None)
     ):
         return "n"
+    if name in ("float8", "float4"):
+        return "f" if name == "float8" else "r"
     if name == "bool":
         return "b"
     if name in ("json", "jsonb"):
         return "j" if name == "json" else "J"
-    what = typ.name + "[]" * typ.dims if typ is not None else "untyped"
-    raise refusal(node, f"{_name(node)}() of a {what} value (DuckDB prints it otherwise than PostgreSQL)")
+    name_of = typ.name + "[]" * typ.dims if typ is not None else "untyped"
+    raise refusal(
+        node, f"{what or _name(node)}() of a {name_of} value (DuckDB prints it otherwise than PostgreSQL)"
+    )
+
+
+def text(value: exp.Expr) -> exp.Expr:
+    """``value``'s text for pgjsonmake: an unconstrained numeric's (or a quotient's) own text, with its display
+    scale; DuckDB's text of anything else."""
+    return cast((text_of(value) or value).copy(), "VARCHAR")
 
 
 def _literal(value: exp.Expr) -> bool:
@@ -84,10 +95,10 @@ def _build(node: exp.Expr, types: Typer) -> exp.Expr | None:
         raise refusal(node, f"{_name(node)}() with an odd number of arguments")
     if shape.endswith("_value") and len(args) != 1:
         return None
-    kinds = "".join(_kind(a, types, node) for a in args)
-    if shape.endswith("_object") and any(k in "jJ" for k in kinds[0::2]):
-        raise refusal(node, f"{_name(node)}() with a json key")
-    values: exp.Expr = exp.Array(expressions=[cast(a.copy(), "VARCHAR") for a in args])
+    kinds = "".join(kind(a, types, node) for a in args)
+    if shape.endswith("_object") and any(k in "jJfr" for k in kinds[0::2]):
+        raise refusal(node, f"{_name(node)}() with a json or float key")
+    values: exp.Expr = exp.Array(expressions=[text(a) for a in args])
     if not args:
         values = cast(values, "VARCHAR[]")
     return cast(
@@ -122,15 +133,15 @@ def _aggregate(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     order = inner if isinstance(inner, exp.Order) else None
     value = order.this if order is not None else inner
-    kind = _kind(value, types, agg)
-    texts = cast(value.copy(), "VARCHAR")
+    letter = kind(value, types, agg)
+    texts = text(value)
     listed: exp.Expr = call(
         "list", exp.Order(this=texts, expressions=[o.copy() for o in order.expressions]) if order else texts
     )
     if isinstance(node, exp.Filter):
         listed = exp.Filter(this=listed, expression=node.expression.copy())
     return cast(
-        call("pg_json_build", exp.Literal.string(kind), listed, exp.Literal.string(_AGGREGATES[name])), "JSON"
+        call("pg_json_build", exp.Literal.string(letter), listed, exp.Literal.string(_AGGREGATES[name])), "JSON"
     )
 
 
@@ -165,17 +176,4 @@ def _each(node: exp.Expr, types: Typer) -> exp.Expr | None:
     )
 
 
-def _set(node: exp.Expr, types: Typer) -> exp.Expr | None:
-    """jsonb_set(target, path, new [, create]): pgjson.set_path over the texts."""
-    if not isinstance(node, exp.Anonymous) or node.name.lower() != "jsonb_set":
-        return None
-    if len(node.expressions) not in (3, 4):
-        raise refusal(node, f"jsonb_set() with {len(node.expressions)} arguments")
-    target, path, new, *rest = node.expressions
-    steps = dialect_jsontext.path_list(path, node)
-    create = rest[0].copy() if rest else exp.Boolean(this=True)
-    texts = [cast(target.copy(), "VARCHAR"), steps, cast(new.copy(), "VARCHAR"), create]
-    return cast(call("pg_jsonb_set", *texts), "JSON")
-
-
-RULES: list[Rule] = [_build, _aggregate, _each, _set]
+RULES: list[Rule] = [_build, _aggregate, _each]

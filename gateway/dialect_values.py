@@ -27,8 +27,8 @@ def _array_concat(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if not isinstance(node, exp.DPipe):
         return None
     left, right = types.of(node.this), types.of(node.expression)
-    if any(t is not None and t.is_("json", "jsonb") for t in (left, right)):  # DuckDB would join their texts
-        raise refusal(node, "|| of jsonb values (merging objects, concatenating arrays)")
+    if any(t is not None and t.is_("json", "jsonb") for t in (left, right)):
+        return None  # dialect_jsonedit's
     if left is None or right is None or not (left.dims or right.dims):
         return None
     if left.dims and right.dims:

@@ -172,6 +172,7 @@ POSTGRES_FUNCTIONS = frozenset(
         "jsonb_build_object",
         "jsonb_extract_path",
         "jsonb_extract_path_text",
+        "jsonb_insert",
         "jsonb_object",
         "jsonb_object_agg",
         "jsonb_path_query_array",

@@ -45,7 +45,15 @@ import duckdb
 import pyarrow as pa
 from psycopg import conninfo
 
-from lakegate.connectors.duckdb import pgerrors, pgident, pgjson, pgjsonmake, pgmacros, pgnumformat
+from lakegate.connectors.duckdb import (
+    pgerrors,
+    pgident,
+    pgjson,
+    pgjsonedit,
+    pgjsonmake,
+    pgmacros,
+    pgnumformat,
+)
 from lakegate.connectors.query import (
     INTERNAL,
     INVALID,
@@ -153,6 +161,7 @@ class DuckDBEngine:
             pgmacros.register(con)
             pgjson.register(con)
             pgjsonmake.register(con)
+            pgjsonedit.register(con)
             pgident.register(con)
             pgnumformat.register(con)
             self.unavailable = {}

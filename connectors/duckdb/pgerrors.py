@@ -117,6 +117,14 @@ _RULES: list[Rule] = [
     (re.compile(r"cannot deconstruct (?:an array as an object|a scalar)"), lambda m: ("22023", m.group(0))),
     (re.compile(r"argument \d+: key must not be null"), lambda m: ("22023", m.group(0))),
     (re.compile(r"cannot set path in scalar"), lambda m: ("22023", m.group(0))),
+    (
+        re.compile(
+            r"cannot delete (?:from scalar|from object using integer index|path in scalar)|cannot replace "
+            r"existing key|field name must not be null"
+        ),
+        lambda m: ("22023", m.group(0)),
+    ),
+    (re.compile(r"null value not allowed for object key"), lambda m: ("22004", m.group(0))),
     (re.compile(r"path element at position \d+ is null"), lambda m: ("22004", m.group(0))),
     (re.compile(r'path element at position \d+ is not an integer: ".*?"'), lambda m: ("22P02", m.group(0))),
     (re.compile(r"null values cannot be formatted as an SQL identifier"), lambda m: ("22004", m.group(0))),

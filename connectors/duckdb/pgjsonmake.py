@@ -1,39 +1,97 @@
-"""json values made on the lake route as PostgreSQL makes them: ``json(b)_build_*``, ``to_json(b)``, ``json(b)_agg``
-and ``jsonb_set`` (functions of the gateway's DuckDB; :mod:`lakegate.gateway.dialect_jsonbuild` calls them), over
+"""json values made on the lake route as PostgreSQL makes them: ``json(b)_build_*``, ``to_json(b)`` and
+``json(b)_agg`` (functions of the gateway's DuckDB; :mod:`lakegate.gateway.dialect_jsonbuild` calls them), over
 :mod:`lakegate.connectors.duckdb.pgjson`'s reading and writing of PostgreSQL's json text. Written by hand, as that
 module.
+
+A float goes in as DuckDB's text of it (which reads back as the same float) and comes out as PostgreSQL's
+``float8out``/``float4out`` text: the shortest digits that read back as the value, in exponent form below 1e-4 or
+from 1e15 (float4: 1e6) up (``1e+15``, ``1.5e-05``); in jsonb that text read as a ``numeric`` (``1000000000000000``);
+NaN and the infinities as strings, as PostgreSQL writes them.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import struct
 from collections.abc import Callable
+from decimal import Decimal, localcontext
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from lakegate.connectors.duckdb.pgjson import STRTOL, JsonError, Node, jsonb_text, pairs, parse, quote, udf
+from lakegate.connectors.duckdb.pgjson import JsonError, Node, jsonb_text, parse, quote, udf
 
 
-def _fragment(kind: str, value: str | None) -> Node:
-    """An SQL value as a json node: s text, n a number's text, b a boolean's, j json text, J jsonb text."""
+def float_text(text: str, single: bool) -> str:
+    """PostgreSQL's text of the float8 (float4 when ``single``) DuckDB wrote as ``text``."""
+    value = float(text)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    if single:
+        value = struct.unpack("f", struct.pack("f", value))[0]
+    low, high = _bounds(value, single)
+    with localcontext() as exact:
+        exact.prec = 1100  # every float is a finite binary fraction: its decimal expansion is exact
+        shortest = next(f"{value:.{p}e}" for p in range(17) if low < Decimal(f"{value:.{p}e}") < high)
+    sign, digits, exponent = Decimal(shortest).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text_digits = "".join(map(str, digits))
+    power = exponent + len(text_digits) - 1  # of the first digit
+    if power < -4 or power >= (6 if single else 15):
+        mantissa = text_digits[0] + ("." + text_digits[1:] if len(text_digits) > 1 else "")
+        return f"{'-' if sign else ''}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    return format(Decimal((sign, digits, exponent)), "f")
+
+
+def _bounds(value: float, single: bool) -> tuple[Decimal, Decimal]:
+    """The midpoints between ``value`` and its neighbours (exclusive: PostgreSQL's Ryu writes a digit more
+    rather than a number on one of them)."""
+    if single:
+        bits = struct.unpack("<i", struct.pack("<f", abs(value)))[0]
+        below, above = (struct.unpack("<f", struct.pack("<i", b))[0] for b in (bits - 1, bits + 1))
+        below, above = (math.copysign(below, value), math.copysign(above, value))
+    else:
+        below, above = math.nextafter(value, -math.inf), math.nextafter(value, math.inf)
+    with localcontext() as exact:
+        exact.prec = 1100
+        exact_value = Decimal(value)
+        # beyond the largest float (either sign) the next step would be as wide as the last one
+        lower = 2 * exact_value - Decimal(above) if math.isinf(below) else Decimal(below)
+        upper = 2 * exact_value - lower if math.isinf(above) else Decimal(above)
+        ends = sorted([(lower + exact_value) / 2, (exact_value + upper) / 2])
+    return ends[0], ends[1]
+
+
+def fragment(kind: str, value: str | None) -> Node:
+    """An SQL value as a json node: s text, n a number's text, b a boolean's, j json text, J jsonb text, f a
+    float8's, r a float4's."""
     if value is None:
         return ("z", None, 0, 0)
     if kind == "s":
         return ("s", value, 0, 0)
     if kind == "n":
         return ("n", value, 0, 0)
+    if kind in "fr":
+        text = float_text(value, kind == "r")
+        return ("s", text, 0, 0) if text[-1] in "yN" else ("n", text, 0, 0)
     if kind == "b":
         return ("t" if value == "true" else "f", None, 0, 0)
     return parse(value)
 
 
-def _json_fragment(kind: str, value: str | None) -> str:
+def json_fragment(kind: str, value: str | None) -> str:
     """The text json_build_*/json_agg write for a value (json values as written)."""
     if value is not None and kind == "j":
         return value
-    node = _fragment(kind, value)
+    if value is not None and kind in "fr":
+        text = float_text(value, kind == "r")
+        return quote(text) if text[-1] in "yN" else text
+    node = fragment(kind, value)
     return jsonb_text(node)
 
 
@@ -51,64 +109,23 @@ def build(kinds: str, values: list[str | None] | None, shape: str) -> str | None
                 raise JsonError(f"argument {2 * position + 1}: key must not be null")
         if jsonb:
             members = [
-                (k, _fragment(kind, v)) for k, kind, v in zip(keys, kinds[1::2], values[1::2], strict=True)
+                (k, fragment(kind, v)) for k, kind, v in zip(keys, kinds[1::2], values[1::2], strict=True)
             ]
             return jsonb_text(("o", members, 0, 0))
         texts = [
-            f"{quote(str(k))} : {_json_fragment(kind, v)}"
+            f"{quote(str(k))} : {json_fragment(kind, v)}"
             for k, kind, v in zip(keys, kinds[1::2], values[1::2], strict=True)
         ]
         return "{" + ", ".join(texts) + "}"
     if form == "value":
-        return jsonb_text(_fragment(kinds[0], values[0])) if jsonb else _json_fragment(kinds[0], values[0])
+        return jsonb_text(fragment(kinds[0], values[0])) if jsonb else json_fragment(kinds[0], values[0])
     if jsonb:
-        return jsonb_text(("a", [_fragment(k, v) for k, v in zip(kinds, values, strict=True)], 0, 0))
-    return "[" + ", ".join(_json_fragment(k, v) for k, v in zip(kinds, values, strict=True)) + "]"
-
-
-def set_path(doc: str, steps: str, new: str | None, create: bool | None) -> str | None:
-    """``jsonb_set(doc, path, new, create)``: ``steps`` the path as a JSON list of strings (null for NULL)."""
-    path = json.loads(steps)
-    if new is None or create is None or path is None:
-        return None
-    node = parse(doc)
-    if not path:
-        return jsonb_text(node)
-    if node[0] not in "oa":
-        raise JsonError("cannot set path in scalar")
-    return jsonb_text(_set(node, path, 0, parse(new), create))
-
-
-def _set(node: Node, path: list[str | None], level: int, value: Node, create: bool) -> Node:
-    key, last = path[level], level == len(path) - 1
-    if key is None:
-        raise JsonError(f"path element at position {level + 1} is null")
-    if node[0] == "o":
-        members = pairs(node, True)
-        out = [
-            (k, (value if last else _set(v, path, level + 1, value, create)) if k == key else v)
-            for k, v in members
-        ]
-        if last and create and all(k != key for k, _ in members):
-            out.append((key, value))
-        return ("o", out, 0, 0)
-    if node[0] != "a":
-        return node  # a scalar inside the value: left as it is
-    index = STRTOL.fullmatch(key)
-    if not index or abs(int(index.group(1))) >= 2**31:
-        raise JsonError(f'path element at position {level + 1} is not an integer: "{key}"')
-    items, at = list(node[1]), int(index.group(1))
-    at = at + len(items) if at < 0 else at
-    if 0 <= at < len(items):
-        items[at] = value if last else _set(items[at], path, level + 1, value, create)
-    elif last and create:
-        items = [value, *items] if at < 0 else [*items, value]
-    return ("a", items, 0, 0)
+        return jsonb_text(("a", [fragment(k, v) for k, v in zip(kinds, values, strict=True)], 0, 0))
+    return "[" + ", ".join(json_fragment(k, v) for k, v in zip(kinds, values, strict=True)) + "]"
 
 
 FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str]], ...] = (
     ("pg_json_build", build, ["VARCHAR", "VARCHAR[]", "VARCHAR"]),
-    ("pg_jsonb_set", set_path, ["VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN"]),
 )
 
 

@@ -30,3 +30,8 @@ SELECT id, jsonb_set(jb, ARRAY['b', '0'], to_jsonb(id)), jsonb_set(jb, '{a}', NU
 SELECT id, jsonb_set(jb, '{0}', '1') FROM {jnums}
 SELECT id, jsonb_set(jb, '{b,x}', '1') FROM {jnums} WHERE id = 1
 SELECT id, jsonb_set(jb, '{NULL}', '1') FROM {jnums} WHERE id = 1
+-- floats in built json: PostgreSQL's float8out/float4out text (jsonb: that text as a numeric)
+SELECT id, to_json(r), to_jsonb(r), json_build_array(d, r, nu), jsonb_build_array(d, r, nu, 1.50) FROM {nums}
+SELECT x, to_jsonb(x::float8), to_json(x::float8), to_jsonb(x::real), json_build_object('r', x::real) FROM {one}, unnest(ARRAY['1e15', '1e-5', '0.1', '-0', '1e308', '5e-324', '123456789012345678', 'NaN', '-Infinity', '3.4e38', '1234567', '1e-4', '999999', '1e6']) x
+SELECT json_agg(nu ORDER BY id), jsonb_agg(r ORDER BY id), json_object_agg(id, d ORDER BY id), jsonb_object_agg(id, nu) FROM {nums}
+SELECT json_object_agg(id, d) FROM {nums}
