@@ -73,6 +73,7 @@ def cast(node: exp.Expr, to: str) -> exp.Cast:
 def rules() -> list[Rule]:
     from lakegate.gateway import (
         dialect_collation,
+        dialect_datetime,
         dialect_formats,
         dialect_gaps,
         dialect_json,
@@ -97,6 +98,7 @@ def rules() -> list[Rule]:
         *dialect_formats.RULES,
         *dialect_numbers.RULES,
         *dialect_gaps.RULES,
+        *dialect_datetime.RULES,
         *dialect_text.RULES,
         *dialect_values.RULES,
         *dialect_json.RULES,

@@ -12,7 +12,9 @@
   dimensions and element types are refused;
 * numeric ``*``: DuckDB multiplies two decimals of up to 18 digits in 18 digits (``DECIMAL(12,4) *
   DECIMAL(12,4)`` is ``DECIMAL(18,8)``, an overflow error beyond), where PostgreSQL's product has every digit: an
-  operand of known scale is widened to 38 digits first.
+  operand of known scale is widened to 38 digits first;
+* ``lag``/``lead`` with a default of another type than the value's: DuckDB casts the default to the value's type,
+  PostgreSQL takes their common one: taken where the value's decimal holds the default exactly, else refused.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.dialect_scale import TEXT_SCALE, text_of
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
@@ -155,4 +158,35 @@ def _array_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return cast(exp.Array(expressions=items), node.to.sql(dialect="duckdb"))
 
 
-RULES: list[Rule] = [_bytes, _times_of_day, _wide_product, _array_literal]
+def _lag_default(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """lag/lead(x, n, default): DuckDB casts the default to x's type (``lead(i4, 1, 0.50)`` gives 1), where
+    PostgreSQL takes their common type. Taken: a default of x's type, a string literal, an integer or a numeric
+    literal whose digits x's decimal holds for a numeric x (its scale then shown per value); else refused."""
+    default = node.args.get("default") if isinstance(node, exp.Lag | exp.Lead) else None
+    if default is None or isinstance(default, exp.Null):
+        return None
+    value_type, default_type = types.of(node.this), types.of(default)
+    if default_type is not None and (default_type == value_type or default_type.is_("unknown")):
+        return None
+    if value_type is not None and value_type.numeric and default_type is not None:
+        room = (
+            value_type.scale if value_type.scale is not None else TEXT_SCALE if text_of(node.this) else None
+        )
+        if default_type.integer or room is not None and _literal_scale(default) in range(room + 1):
+            return None
+    name = "lag" if isinstance(node, exp.Lag) else "lead"
+    what = default_type.typname if default_type is not None else "unknown type"
+    raise refusal(
+        node, f"{name}() with a default of another type ({what}) than its value's (DuckDB casts it)"
+    )
+
+
+def _literal_scale(value: exp.Expr) -> int:
+    """A numeric literal's digits after the point (-1 for anything else)."""
+    inner = value.this if isinstance(value, exp.Neg) else value
+    if not isinstance(inner, exp.Literal) or inner.is_string or "e" in inner.this.lower():
+        return -1
+    return len(inner.this.partition(".")[2])
+
+
+RULES: list[Rule] = [_bytes, _times_of_day, _wide_product, _array_literal, _lag_default]

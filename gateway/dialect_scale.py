@@ -22,6 +22,8 @@ PostgreSQL shows the one its plan meets first: the lake route then answers an er
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
@@ -132,7 +134,9 @@ def _refuse_text_compared(select: exp.Select, types: Typer) -> None:
         return
     for column in types.result_columns(select) or []:
         if column.starred and held(column.typ):
-            raise refusal(select, f"rows compared with their unconstrained numeric {column.name} (1.5 equals 1.50)")
+            raise refusal(
+                select, f"rows compared with their unconstrained numeric {column.name} (1.5 equals 1.50)"
+            )
 
 
 def _refuse_text_ordered(union: exp.SetOperation, types: Typer) -> None:
@@ -143,8 +147,10 @@ def _refuse_text_ordered(union: exp.SetOperation, types: Typer) -> None:
         key = ordered.this
         names = [n for n, typ in columns or [] if held(typ)]
         by_position = isinstance(key, exp.Literal) and key.is_int and 0 < int(key.this) <= len(columns or [])
-        if by_position and held((columns or [])[int(key.this) - 1][1]) or (
-            isinstance(key, exp.Column) and key.name in names
+        if (
+            by_position
+            and held((columns or [])[int(key.this) - 1][1])
+            or (isinstance(key, exp.Column) and key.name in names)
         ):
             raise refusal(ordered, "ORDER BY an unconstrained numeric over a set operation")
 
@@ -255,6 +261,15 @@ def _scale(node: exp.Expr, types: Typer, grouped: bool, in_aggregate: bool) -> e
             for v in values
         ]
         return exp.Case(ifs=ifs)
+    if isinstance(
+        node, exp.Greatest | exp.Least
+    ):  # the picked value's: the first argument equal to the result
+        values = [v for v in (node.this, *node.expressions) if not isinstance(v, exp.Null)]
+        return exp.Case(
+            ifs=[exp.If(this=exp.EQ(this=v.copy(), expression=node.copy()), true=of(v)) for v in values]
+        )
+    if isinstance(node, exp.Window) and isinstance(node.this, _PICKS):
+        return _picked_scale(node, of)
     if isinstance(node, exp.Round | exp.Ceil | exp.Floor) or node.key == "trunc":
         digits = node.args.get("decimals")
         if digits is None:
@@ -264,26 +279,72 @@ def _scale(node: exp.Expr, types: Typer, grouped: bool, in_aggregate: bool) -> e
         return exp.Greatest(this=digits.copy(), expressions=[exp.Literal.number(0)])
     aggregate = _aggregate(node)
     if aggregate is not None:
-        return _aggregate_scale(node, aggregate, of(aggregate.this, True))
+        value = aggregate.this.expressions[0] if isinstance(aggregate.this, exp.Distinct) else aggregate.this
+        return _aggregate_scale(node, aggregate, of(value, True))
     typ = types.of(node)
     if typ is not None and typ.number and not typ.loose_scale:
         return call("pg_type_scale", node.copy())  # DuckDB's decimal scale is PostgreSQL's here
     raise refusal(node, f"the display scale of {node.sql(dialect='duckdb')} (PostgreSQL's varies per value)")
 
 
+#: window functions that return one of their argument's values (the scale is that value's)
+_PICKS = (exp.FirstValue, exp.LastValue, exp.Lag, exp.Lead, exp.NthValue)
+
+
+def _picked_scale(window: exp.Window, of: Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
+    """first_value/last_value/nth_value/lag/lead: the same function over the same window, of the scales (the
+    same row is picked: one window, one order); lag/lead's default with its own scale."""
+    picker = window.this.copy()
+    picker.set("this", of(window.this.this))
+    default = window.this.args.get("default")
+    if default is not None:
+        picker.set("default", of(default))
+    copy = window.copy()
+    copy.set("this", picker)
+    return copy
+
+
 def _aggregate(node: exp.Expr) -> exp.Expr | None:
     inner = node.this if isinstance(node, exp.Window) else node
     inner = inner.this if isinstance(inner, exp.Filter) else inner
-    return inner if isinstance(inner, _AGGREGATES) and not isinstance(inner.this, exp.Distinct) else None
+    if not isinstance(inner, _AGGREGATES):
+        return None
+    distinct = inner.this if isinstance(inner.this, exp.Distinct) else None
+    if distinct is not None and (isinstance(node, exp.Window) or len(distinct.expressions) != 1):
+        return None
+    return inner
 
 
 def _aggregate_scale(outer: exp.Expr, aggregate: exp.Expr, scale: exp.Expr) -> exp.Expr:
     """sum(): the largest scale of its values; min()/max(): the scale of the value it picks (an error when
-    equal values of different scales tie)."""
+    equal values of different scales tie). sum(DISTINCT x) keeps one of equal values, which one its plan's sort
+    decides: the largest scale when every distinct value comes with one scale, else the error."""
+    if isinstance(aggregate, exp.Sum) and isinstance(aggregate.this, exp.Distinct):
+        value = aggregate.this.expressions[0]
+        pairs = exp.Case(
+            ifs=[
+                exp.If(
+                    this=exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),
+                    true=call("row", value.copy(), scale.copy()),
+                )
+            ]
+        )
+        counts = [
+            rewrapped(outer, aggregate, exp.Count(this=exp.Distinct(expressions=[v])))
+            for v in (value.copy(), pairs)
+        ]
+        return exp.Case(
+            ifs=[
+                exp.If(
+                    this=exp.EQ(this=counts[0], expression=counts[1]),
+                    true=rewrapped(outer, aggregate, exp.Max(this=scale)),
+                )
+            ]
+        )
     if isinstance(aggregate, exp.Sum):
         return rewrapped(outer, aggregate, exp.Max(this=scale))
     pick = "arg_min" if isinstance(aggregate, exp.Min) else "arg_max"
-    value = aggregate.this
+    value = aggregate.this.expressions[0] if isinstance(aggregate.this, exp.Distinct) else aggregate.this
     low = call(pick, scale.copy(), call("row", value.copy(), scale.copy()))
     high = call(pick, scale.copy(), call("row", value.copy(), exp.Neg(this=scale.copy())))
     return call("pg_same_scale", rewrapped(outer, aggregate, low), rewrapped(outer, aggregate, high))

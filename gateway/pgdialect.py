@@ -7,7 +7,8 @@ sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that m
 * ``date_part('field', x)`` is ``float8`` and ``extract(field FROM x)`` is ``numeric``; sqlglot parses both into
   :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``);
 * ``f(j -> 'k')`` is the json operator (sqlglot reads a lambda of ``j``: PostgreSQL has none);
-* ``to_char(x, pattern)`` stays a plain call with PostgreSQL's pattern (sqlglot rewrites it as ``strftime``).
+* ``to_char(x, pattern)`` stays a plain call with PostgreSQL's pattern (sqlglot rewrites it as ``strftime``),
+  ``date_bin(stride, x, origin)`` a plain call with its origin (sqlglot reads it as a bare word).
 
 Generation is unchanged (the class inherits PostgreSQL's generator); the lake route generates DuckDB.
 """
@@ -31,6 +32,9 @@ class LakegatePostgres(Postgres):
             **Postgres.Parser.FUNCTIONS,
             # kept as written: sqlglot's translation of the pattern to strftime loses FM, padding and AM/PM
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            # kept as written: sqlglot reads the origin as a bare word (a column's name upper-cased, a literal
+            # unquoted)
+            "DATE_BIN": lambda args: exp.Anonymous(this="date_bin", expressions=args),
         }
         # PostgreSQL has no lambdas: ``f(j -> 'k')`` is the json operator, not a lambda of j (=> stays: named args)
         LAMBDAS = {k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW}

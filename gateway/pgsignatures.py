@@ -104,6 +104,19 @@ def _power(node: exp.Func, of: TypeOf) -> PgType | None:
     return NUMERIC if any(a is not None and a.numeric for a in args) else FLOAT8
 
 
+def _lag(node: exp.Func, of: TypeOf) -> PgType | None:
+    """lag/lead(x, n, default): x's type; a numeric with a default of another type or scale is a numeric
+    without a scale of its own (PostgreSQL's common typmod is none: each value keeps its display scale)."""
+    value = of(node.this)
+    default = node.args.get("default")
+    other = of(default) if default is not None else None
+    if value is None or other is None or other == value or other.is_("unknown"):
+        return value
+    if value.numeric or value.integer and other.numeric:
+        return LOOSE_NUMERIC
+    return value
+
+
 def _common_args(node: exp.Func, of: TypeOf) -> PgType | None:
     args = [node.this, *node.expressions] if isinstance(node.this, exp.Expr) else list(node.expressions)
     return common([of(a) for a in args])
@@ -184,7 +197,11 @@ def _to_timestamp(node: exp.Func, of: TypeOf) -> PgType | None:
 
 
 def _date_bin(node: exp.Func, of: TypeOf) -> PgType | None:
-    arg = of(node.expression)
+    arg = of(
+        node.expressions[1]
+        if isinstance(node, exp.Anonymous) and len(node.expressions) > 1
+        else node.expression
+    )
     return arg if arg is not None and arg.is_("timestamp", "timestamptz") else None
 
 
@@ -245,8 +262,8 @@ _BY_KEY: dict[str, Rule | PgType] = {
     "ntile": INT4,
     "percentrank": FLOAT8,
     "cumedist": FLOAT8,
-    "lag": _arg,
-    "lead": _arg,
+    "lag": _lag,
+    "lead": _lag,
     "firstvalue": _arg,
     "lastvalue": _arg,
     "nthvalue": _arg,
@@ -384,6 +401,7 @@ _BY_NAME: dict[str, Rule | PgType] = {
     "to_jsonb": JSONB,
     "jsonb_set": JSONB,
     "jsonb_insert": JSONB,
+    "date_bin": _date_bin,
     "jsonb_strip_nulls": JSONB,
     "json_strip_nulls": JSON,
     "jsonb_pretty": TEXT,

@@ -291,6 +291,12 @@ def common(types: list[PgType | None]) -> PgType | None:
     if any(x is None for x in types) or not known:
         return None
     first = known[0]
+    if len(known) > 1 and all(x.number for x in known):
+        best = max(known, key=lambda x: _RANK[x.name])
+        if best.numeric and (any(x != best for x in known) or best.scale is None and not best.loose_scale):
+            # numerics of other scales (or an integer, or literals, whose scales the type does not hold):
+            # PostgreSQL's common typmod is none, so each value keeps its own display scale
+            return LOOSE_NUMERIC
     if all(x == first for x in known):
         return first
     if all(x.number for x in known):

@@ -46,6 +46,7 @@ import pyarrow as pa
 from psycopg import conninfo
 
 from lakegate.connectors.duckdb import (
+    pgdatetime,
     pgerrors,
     pgident,
     pgjson,
@@ -162,6 +163,7 @@ class DuckDBEngine:
             pgjson.register(con)
             pgjsonmake.register(con)
             pgjsonedit.register(con)
+            pgdatetime.register(con)
             pgident.register(con)
             pgnumformat.register(con)
             self.unavailable = {}

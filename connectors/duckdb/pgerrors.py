@@ -125,6 +125,18 @@ _RULES: list[Rule] = [
         lambda m: ("22023", m.group(0)),
     ),
     (re.compile(r"null value not allowed for object key"), lambda m: ("22004", m.group(0))),
+    (
+        re.compile(r"timestamps cannot be binned into intervals containing months or years"),
+        lambda m: ("0A000", m.group(0)),
+    ),
+    (re.compile(r"stride must be greater than zero|origin out of range"), lambda m: ("22008", m.group(0))),
+    (  # make_date / make_timestamp with a day or a month beyond its range
+        re.compile(r"Date out of range: (-?\d+)-(\d+)-(\d+)$"),
+        lambda m: (
+            "22008",
+            f"date field value out of range: {int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}",
+        ),
+    ),
     (re.compile(r"path element at position \d+ is null"), lambda m: ("22004", m.group(0))),
     (re.compile(r'path element at position \d+ is not an integer: ".*?"'), lambda m: ("22P02", m.group(0))),
     (re.compile(r"null values cannot be formatted as an SQL identifier"), lambda m: ("22004", m.group(0))),

@@ -93,7 +93,8 @@ def _walk(node: Node, path: list[str | None], level: int, value: Node | None, ho
         raise JsonError(f'path element at position {level + 1} is not an integer: "{key}"')
     items, index = list(node[1]), int(found.group(1))
     creating = how != _DELETE and how != _SET
-    at = index if index >= 0 else index + len(items) if -index <= len(items) else None  # None: before the start
+    # None: before the start
+    at = index if index >= 0 else index + len(items) if -index <= len(items) else None
     if not last:
         if at is not None and at < len(items):
             items[at] = _walk(items[at], path, level + 1, value, how)

@@ -43,3 +43,19 @@ SELECT g, array_agg(y ORDER BY id) FROM {grp} WHERE id < 9 GROUP BY g ORDER BY g
 SELECT * FROM {nums} UNION ALL SELECT * FROM {nums} ORDER BY id, nu
 SELECT DISTINCT * FROM (SELECT nu FROM {nums}) s
 SELECT * FROM {nums} UNION ALL SELECT * FROM {nums} ORDER BY id DESC
+-- display scales the rules follow (issue 10.3): greatest/least (the first argument equal to the result),
+-- sum(DISTINCT) (one scale per distinct value, else an error), value window functions (the picked row's),
+-- lag/lead defaults, and CASE/COALESCE/VALUES of numerics of different scales (each value its own)
+SELECT id, greatest(nu, 1), least(nu, n, 2.50), greatest(nu, NULL), greatest(n, nu, i4) FROM {nums}
+SELECT id, greatest(v, 1.5), least(v, 1.50, NULL), greatest(v), least(NULL::numeric, v) FROM {ties}
+SELECT sum(DISTINCT nu), sum(DISTINCT n), sum(DISTINCT i4), min(DISTINCT nu), max(DISTINCT n) FROM {nums}
+SELECT g, sum(DISTINCT y), sum(DISTINCT y * 2) FILTER (WHERE id > 3) FROM {grp} GROUP BY g ORDER BY g
+SELECT sum(DISTINCT v) FROM {ties} WHERE id > 4
+SELECT sum(DISTINCT v) FROM {ties}
+SELECT id, first_value(nu) OVER (ORDER BY id), last_value(nu) OVER (ORDER BY id), nth_value(nu, 2) OVER (ORDER BY id), lag(nu) OVER (ORDER BY id), lead(nu, 2, 0) OVER (ORDER BY id) FROM {nums}
+SELECT id, lag(n, 1, 7.5) OVER (ORDER BY id), lag(n, 2, 0) OVER (ORDER BY id), lead(nu, 1, -2.5) OVER (PARTITION BY id % 2 ORDER BY id), avg(nu) OVER (ORDER BY id), avg(n) OVER (ORDER BY id ROWS 1 PRECEDING) FROM {nums}
+SELECT id, lead(i4, 1, 0.50) OVER (ORDER BY id) FROM {nums}
+SELECT id, COALESCE(n, 7.5), CASE WHEN id > 5 THEN n ELSE 0 END, CASE WHEN id > 5 THEN 1.5 ELSE 2.25 END, COALESCE(nu, n) FROM {nums} ORDER BY id
+SELECT sum(CASE WHEN id > 3 THEN n ELSE 0 END), sum(COALESCE(n, 0)), max(CASE WHEN id > 3 THEN nu ELSE 1.50 END) FROM {nums}
+SELECT n FROM {nums} UNION ALL SELECT y FROM {grp} WHERE id < 3
+SELECT x FROM (VALUES (1.5), (2.25), (NULL)) v(x), {one}

@@ -75,7 +75,7 @@ SELECT id, d + tm FROM {times}
 SELECT id, tm + interval '3 hours' FROM {times}
 SELECT id, tm - '01:00:00'::time FROM {times}
 SELECT id, age(d::timestamp) IS NOT NULL FROM {times} WHERE id = 1
-SELECT id, overlaps FROM (SELECT id, (d, d + 5) OVERLAPS ('2024-01-10'::date, '2024-01-20'::date) AS overlaps FROM {times}) s
+SELECT id, "overlaps" FROM (SELECT id, (d, d + 5) OVERLAPS ('2024-01-10'::date, '2024-01-20'::date) AS "overlaps" FROM {times}) s
 SELECT id, date_part('month', d) FROM {times}
 SELECT id, to_char(tz, 'YYYY') FROM {times}
 SELECT count(*), count(tz) FROM {times}
@@ -86,3 +86,20 @@ SELECT id, to_char(ts, 'HH24:MI:SS.MS US') FROM {times}
 SELECT id, to_char(d, '"week of" YYYY-MM-DD') FROM {times}
 SELECT id, to_char(ts, 'FMDD/FMMM/YYYY pm') FROM {times}
 SELECT id, to_char(ts, 'YYYY "Q"Q') FROM {times}
+-- justify_*, date_bin, OVERLAPS (issue 10.3): PostgreSQL's fields, rounding, NULL rules and errors
+SELECT id, iv, justify_hours(iv), justify_days(iv), justify_interval(iv) FROM {misc}
+SELECT m, d, h, justify_hours(x), justify_days(x), justify_interval(x) FROM (SELECT m, d, h, m * interval '1 month' + d * interval '1 day' + h * interval '1 hour' AS x FROM {one}, (VALUES (0, 0, 36), (0, 0, -36), (1, 0, -1), (-1, 0, 1), (0, 35, 0), (0, -35, 0), (1, -31, 0), (0, 29, 48), (0, -1, 25), (0, 0, 0), (-2, 61, -1), (1, 0, -720), (NULL, 1, 1)) v(m, d, h)) s ORDER BY 1, 2, 3
+SELECT id, ts, date_bin('15 minutes', ts, '2000-01-01'), date_bin('1 day 1 hour', ts, '2001-01-01 00:00:00.5'), date_bin('7 days', ts, timestamp '1999-12-27') FROM {times}
+SELECT id, date_bin('1 hour', tz, timestamptz '2000-01-01 00:30+00'), date_bin('90 seconds', tz, tz) FROM {times}
+SELECT id, date_bin(iv, ts, '2000-01-01'), date_bin(iv, ts, NULL) FROM {misc} JOIN {times} USING (id) WHERE id IN (1, 3, 5)
+SELECT date_bin('1 month', ts, '2000-01-01') FROM {times} WHERE id = 1
+SELECT date_bin('-1 hour', ts, '2000-01-01') FROM {times} WHERE id = 1
+SELECT date_bin('1 hour', ts, 'infinity') FROM {times} WHERE id = 1
+SELECT id, (d, d + 5) OVERLAPS ('2024-01-10'::date, '2024-01-20'::date), (ts, interval '1 day') OVERLAPS (timestamp '2024-01-15', timestamp '2024-01-16'), (d, NULL::date) OVERLAPS (date '2024-01-01', date '2024-12-31'), (NULL::timestamp, ts) OVERLAPS (ts, NULL::timestamp) FROM {times}
+SELECT id, (ts, '2000-01-01'::timestamp) OVERLAPS (ts, ts + interval '1 hour'), (tm, time '12:00') OVERLAPS (time '11:00', time '13:00'), (d, d) OVERLAPS (d, d) FROM {times}
+SELECT a.id, b.id FROM {times} a JOIN {times} b ON (a.ts, a.ts + interval '400 days') OVERLAPS (b.ts, b.ts) WHERE a.id < b.id ORDER BY 1, 2
+-- make_interval (positional or named), make_timestamp/make_date beyond a month's days
+SELECT make_interval(1, 2, 3, 4, 5, 6, 7.5), make_interval(days => 3), make_interval(hours => -1, mins => 30), make_interval(), make_interval(years => 1, months => -13, weeks => 1, days => -8, hours => 25, mins => -61, secs => 59.9999999) FROM {one}
+SELECT id, make_interval(days => id, secs => id * 1.5), make_interval(secs => id * 0.0000005), make_interval(months => i2) FROM {nums}
+SELECT make_timestamp(2024, 2, 30, 0, 0, 0) FROM {one}
+SELECT make_date(2023, 2, 29) FROM {one}
