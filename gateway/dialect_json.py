@@ -3,23 +3,19 @@ what returns a json value or its text is :mod:`lakegate.gateway.dialect_jsontext
 
 * ``?``, ``?|``, ``?&``: a key of an object, a string element of an array, or the string itself (``?|``/``?&``
   with an ``ARRAY[...]`` of literals; NULL elements are skipped, as PostgreSQL does);
-* ``j @> 'literal'`` and ``'literal' <@ j``: PostgreSQL's containment spelled out for the literal's structure
-  (objects by key, arrays by any element, an array containing a scalar); the literal's numbers must be integers
-  of bigint's range, and a non-integer number they are compared with is a run-time error (DuckDB reads it as a
-  double).
+* ``@>`` and ``<@`` of jsonb values (or string literals): :func:`lakegate.connectors.duckdb.pgjson.contains`
+  over their texts (objects by key, arrays by any element, an array containing a scalar, numbers by value).
 
 Written by hand: sqlglot translates these operators to DuckDB functions whose semantics differ.
 """
 
 from __future__ import annotations
 
-import json
-
 import sqlglot
 from sqlglot import exp
 
 from lakegate.gateway import dialect_jsontext
-from lakegate.gateway.dialect import Rule, call, refusal
+from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.pgtyping import Typer
 
 _EXISTS = (
@@ -69,88 +65,39 @@ RULES: list[Rule] = [_exists, *dialect_jsontext.RULES]
 
 
 def _contains(node: exp.Expr, types: Typer) -> exp.Expr | None:
-    """``j @> 'literal'`` (and ``'literal' <@ j``) of jsonb: PostgreSQL's containment, spelled out for the
-    literal's structure (objects by key, arrays by any element, an array containing a scalar)."""
+    """``a @> b`` and ``b <@ a`` of jsonb: pgjson.contains over the texts (jsonb's JsonbDeepContains, numbers
+    compared by value)."""
     if isinstance(node, exp.ArrayContainsAll):
         haystack, needle = node.this, node.expression
     elif isinstance(node, exp.ArrayContainedBy):
         haystack, needle = node.expression, node.this
     else:
         return None
-    typ = types.of(haystack)
-    if typ is None or not typ.is_("jsonb"):
+    sides = (haystack, needle)
+    if not any(_jsonb(side, types) for side in sides):
         return None
-    literal = needle.this if isinstance(needle, exp.Cast) else needle
-    if not (isinstance(literal, exp.Literal) and literal.is_string):
-        raise refusal(node, "jsonb containment (@>, <@) of other than a literal")
-    try:
-        value = json.loads(literal.this, parse_float=_no_float, parse_constant=_no_float)
-        test = _contained("__h", value, 1, top=True)
-    except (ValueError, _Unsupported):
-        raise refusal(
-            node,
-            f"jsonb containment of {literal.this!r} (only strings, integers of bigint's range, booleans, null)",
-        ) from None
-    return exp.Paren(this=_template(f"CASE WHEN __h IS NULL THEN NULL ELSE {test} END", h=haystack))
+    if not all(
+        _jsonb(side, types) or _literal(side) is not None or isinstance(side, exp.Null) for side in sides
+    ):
+        raise refusal(node, "jsonb containment (@>, <@) of a value of another type than jsonb")
+    texts = [_text(side) for side in sides]
+    return call("pg_jsonb_contains", *texts)
 
 
-class _Unsupported(ValueError):
-    pass
+def _text(side: exp.Expr) -> exp.Expr:
+    literal = _literal(side)
+    return literal if literal is not None else cast(side.copy(), "VARCHAR")
 
 
-def _no_float(text: str) -> object:
-    raise _Unsupported(text)
+def _jsonb(value: exp.Expr, types: Typer) -> bool:
+    typ = types.of(value)
+    return typ is not None and typ.is_("jsonb")
 
 
-def _contained(x: str, value: object, depth: int, top: bool = False) -> str:
-    """SQL that is true when the JSON value ``x`` (SQL) contains ``value``."""
-    if isinstance(value, dict):
-        tests = [f"json_type({x}) = 'OBJECT'"]
-        for key, inner in value.items():
-            pointer = "/" + key.replace("~", "~0").replace("/", "~1")
-            tests.append(f"list_contains(json_keys({x}), {_quote(key)})")
-            tests.append(_contained(f"json_extract({x}, {_quote(pointer)})", inner, depth + 1))
-        return "(" + " AND ".join(tests) + ")"
-    if isinstance(value, list):
-        tests = [f"json_type({x}) = 'ARRAY'"]
-        for inner in value:
-            found = (
-                _contained(f"e{depth}", inner, depth + 1)
-                if isinstance(inner, dict | list)
-                else _equal(f"e{depth}", inner)
-            )
-            tests.append(f"len(list_filter(json_extract({x}, '$[*]'), e{depth} -> {found})) > 0")
-        return "(" + " AND ".join(tests) + ")"
-    if top:  # an array contains a scalar too
-        return (
-            f"(CASE WHEN json_type({x}) = 'ARRAY' THEN len(list_filter(json_extract({x}, '$[*]'), e{depth} -> "
-            f"{_equal(f'e{depth}', value)})) > 0 ELSE {_equal(x, value)} END)"
-        )
-    return _equal(x, value)
-
-
-def _equal(x: str, value: object) -> str:
-    """SQL: the JSON value ``x`` is the scalar ``value`` (jsonb equality; integers compared exactly)."""
-    if value is None:
-        return f"(json_type({x}) = 'NULL')"
-    if isinstance(value, bool):
-        return f"(json_type({x}) = 'BOOLEAN' AND json_extract_string({x}, '$') = '{str(value).lower()}')"
-    if isinstance(value, str):
-        return f"(json_type({x}) = 'VARCHAR' AND json_extract_string({x}, '$') = {_quote(value)})"
-    assert isinstance(value, int)
-    if not -(2**63) <= value < 2**63:
-        raise _Unsupported(str(value))
-    return (
-        f"(CASE WHEN json_type({x}) IN ('UBIGINT', 'BIGINT', 'HUGEINT') "
-        f"THEN CAST(json_extract_string({x}, '$') AS HUGEINT) = {value} "
-        f"WHEN json_type({x}) = 'DOUBLE' THEN error('jsonb containment compares the "
-        f"number ' || json_extract_string({x}, '$') || ' with {value}: not exactly on the lake route (DuckDB "
-        "reads it as a double); run the query on a PostgreSQL source') ELSE false END)"
-    )
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _literal(value: exp.Expr) -> exp.Expr | None:
+    """A string literal (or one cast to jsonb), whose text is read as jsonb."""
+    inner = value.this if isinstance(value, exp.Cast) and value.to.is_type(exp.DType.JSONB) else value
+    return inner.copy() if isinstance(inner, exp.Literal) and inner.is_string else None
 
 
 RULES.append(_contains)

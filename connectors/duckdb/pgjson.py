@@ -295,6 +295,46 @@ def _equality(node: Node) -> str:
     return jsonb_text(node)
 
 
+def contains(haystack: str, needle: str) -> bool:
+    """``haystack @> needle`` as jsonb's JsonbDeepContains: objects by key (a value of the same kind, scalars
+    equal as jsonb's equality has it, containers contained), arrays by any element (a scalar among the
+    scalars, a container in a container of its kind), a top-level array containing a scalar, never a
+    top-level scalar containing an array."""
+    return _contains(parse(haystack), parse(needle), top=True)
+
+
+def _contains(a: Node, b: Node, top: bool = False) -> bool:
+    if a[0] == "o":
+        if b[0] != "o":
+            return False
+        members = dict(pairs(a, True))
+        for key, inner in pairs(b, True):
+            found = members.get(key)
+            if found is None:
+                return False
+            if found[0] in "oa" or inner[0] in "oa":
+                if found[0] != inner[0] or not _contains(found, inner):
+                    return False
+            elif _equality(found) != _equality(inner):
+                return False
+        return True
+    if b[0] == "o":
+        return False
+    if a[0] != "a":  # a top-level scalar: jsonb's one-element raw array, which no array fits in
+        return b[0] != "a" and _equality(a) == _equality(b)
+    wanted = list(b[1]) if b[0] == "a" else [b] if top else []
+    if b[0] != "a" and not top:
+        return False
+    scalars = {_equality(x) for x in a[1] if x[0] not in "oa"}
+    for item in wanted:
+        if item[0] not in "oa":
+            if _equality(item) not in scalars:
+                return False
+        elif not any(x[0] == item[0] and _contains(x, item) for x in a[1]):
+            return False
+    return True
+
+
 # ------------------------------------------------------------------------------------------- registration
 
 
@@ -321,6 +361,13 @@ FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str], str, pa.DataType], ..
     ("pg_jsonb_number", number, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_in", canonical, ["VARCHAR"], "VARCHAR", pa.string()),
     ("pg_jsonb_key", equality_key, ["VARCHAR"], "VARCHAR", pa.string()),
+    (
+        "pg_jsonb_contains",
+        lambda a, b: None if b is None else contains(a, b),
+        ["VARCHAR", "VARCHAR"],
+        "BOOLEAN",
+        pa.bool_(),
+    ),
 )
 
 

@@ -55,3 +55,7 @@ SELECT json_object('{a,b}', '{1,2}'), jsonb_object('{b,1,a,2}') FROM {one}
 SELECT id, (jb->'a')::text, jb->>'a' || 'x', (jb->>'a')::float8 FROM {jnums} WHERE jsonb_typeof(jb->'a') = 'number'
 SELECT id, row_to_json(row(id, jb->'a')) FROM {jnums}
 SELECT id, json_strip_nulls(j), jsonb_strip_nulls(jb) FROM {jnums}
+-- containment read from the texts (jsonb's JsonbDeepContains: numbers by value, any operands)
+SELECT id, jb @> '{"a": 1.0}', jb @> '{"b": [1.00]}', '{"a": 1}' <@ jb, jb <@ jb, jb @> (jb -> 'b'), jb @> NULL FROM {jnums}
+SELECT a.id, b.id FROM {jnums} a JOIN {jnums} b ON a.jb @> b.jb AND a.id <> b.id ORDER BY 1, 2
+SELECT id, jb @> j::jsonb, j::jsonb <@ jb, jb @> '[[1]]', jb @> '1e0', jb @> '{"b": {}}' FROM {jnums}
