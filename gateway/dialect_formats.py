@@ -8,7 +8,9 @@ DD DDD HH24 HH12 HH MI SS MS US AM PM am pm``, ``Mon MON mon Month MONTH month D
 and ``Day`` blank-padded to 9 as PostgreSQL pads them), the ``FM`` prefix (no padding), double-quoted text and
 punctuation. Of an infinite date or timestamp the result is NULL, as in PostgreSQL; a ``timestamptz`` is shown in
 the session's time zone. ``to_char`` of an integer or a numeric with a plain number pattern (``9``, ``0``, ``,``,
-``.``, ``FM``) is :mod:`lakegate.connectors.duckdb.pgnumformat`'s; other number patterns are refused.
+``.``, ``FM``) is :mod:`lakegate.connectors.duckdb.pgnumformat`'s, of a float too (C's ``%.*f`` of the value
+cut to the float's 15 or 6 significant digits, as ``float8_to_char``; NaN and the infinities are a run-time 400);
+other number patterns are refused.
 """
 
 from __future__ import annotations
@@ -73,11 +75,14 @@ def _to_char(node: exp.Expr, types: Typer) -> exp.Expr | None:
         and PATTERN.fullmatch(pattern.this)
     ):
         return call("pg_to_char_number", cast(value, "VARCHAR"), pattern)  # exact: the value's own digits
+    if source is not None and source.is_("float4", "float8") and PATTERN.fullmatch(pattern.this):
+        single = exp.Boolean(this=source.is_("float4"))
+        return call("pg_to_char_float", cast(value, "VARCHAR"), pattern, single)  # DuckDB's text reads back exactly
     if source is None or not source.is_("date", "timestamp", "timestamptz"):
         raise refusal(
             node,
             f"to_char() of {source.name if source else 'this value'} with the pattern {pattern.this!r} (the lake "
-            "route computes 9, 0, ',' and '.' patterns of integers and numerics, and date patterns)",
+            "route computes 9, 0, ',' and '.' patterns of integers, numerics and floats, and date patterns)",
         )
     if source.is_("timestamptz") and types.zone != "UTC":
         value = call("timezone", exp.Literal.string(types.zone), value)

@@ -11,7 +11,8 @@ compares a ``cidr`` as an ``inet``), written in its canonical text (``'10.1.0.2/
 ``cidr`` compared with it for equality is written as that inet; a ``timetz`` literal needs its offset
 (``'12:00+01'``), a ``money`` literal is a plain amount (``'12.5'``, ``'$1,234.56'``), both compared by key. A literal
 the lake route cannot read exactly is refused. ``min``/``max`` (of an enum, an ``inet``, a ``timetz`` or
-``money``) take the value with the least/greatest key; ``sum(money)`` adds the amounts.
+``money``) take the value with the least/greatest key (``min``/``max`` of a ``cidr`` is an ``inet``, as in
+PostgreSQL, shown as one); ``sum(money)`` adds the amounts (with a FILTER, and over a window too).
 """
 
 from __future__ import annotations
@@ -53,12 +54,21 @@ def rewrite(
             return parent.this
         return key(node, typ)
     if _money_sum(parent, use, typ):
-        total = exp.Anonymous(this="pg_money_text", expressions=[exp.Sum(this=key(node.copy(), typ))])
+        assert parent is not None
+        outer = parent  # the sum with its FILTER and OVER, whose total is written as money
+        while isinstance(outer.parent, exp.Filter | exp.Window) and outer.parent.this is outer:
+            outer = outer.parent
+        parent.set("this", key(node.copy(), typ))
+        total = exp.Anonymous(this="pg_money_text", expressions=[])
+        outer.replace(total)
+        total.set("expressions", [outer])
         types.note(total, typ)
-        parent.replace(total)  # type: ignore[union-attr]
         return node
-    if parent is not None and type(parent) in _EXTREMES and use is parent.this and not typ.is_("cidr"):
-        pick = exp.Anonymous(this=_EXTREMES[type(parent)], expressions=[node.copy(), key(node.copy(), typ)])
+    if parent is not None and type(parent) in _EXTREMES and use is parent.this:
+        shown = node.copy()
+        if typ.is_("cidr"):  # min/max(cidr) are inet's: the value shown as an inet
+            shown = exp.maybe_parse(INET_OUTPUT.format(node.sql(dialect="duckdb")), dialect="duckdb")
+        pick = exp.Anonymous(this=_EXTREMES[type(parent)], expressions=[shown, key(node.copy(), typ)])
         types.note(pick, types.of(parent))
         parent.replace(pick)
         return node
@@ -84,10 +94,8 @@ def rewrite(
 
 
 def _money_sum(parent: exp.Expr | None, use: exp.Expr, typ: PgType) -> bool:
-    """``sum(money)`` as a plain aggregate (not a window's or a FILTER's: those are refused)."""
-    if not isinstance(parent, exp.Sum) or not typ.is_("money") or use is not parent.this:
-        return False
-    return parent.parent is not None and not isinstance(parent.parent, exp.Window | exp.Filter)
+    """``sum(money)``, as an aggregate, with a FILTER or over a window."""
+    return isinstance(parent, exp.Sum) and typ.is_("money") and use is parent.this and parent.parent is not None
 
 
 def key(node: exp.Expr, typ: PgType) -> exp.Expr:

@@ -32,6 +32,7 @@ from lakegate.gateway.pgtype import (
     TIMESTAMPTZ,
     UUID,
     PgType,
+    as_text,
     common,
 )
 from lakegate.gateway.scope import fold
@@ -102,6 +103,12 @@ def _power(node: exp.Func, of: TypeOf) -> PgType | None:
     if any(a is None for a in args):
         return None
     return NUMERIC if any(a is not None and a.numeric for a in args) else FLOAT8
+
+
+def _extreme(node: exp.Func, of: TypeOf) -> PgType | None:
+    """min/max: the argument's type; of a cidr an inet (PostgreSQL has min(inet), which a cidr is cast to)."""
+    arg = of(_first(node))
+    return as_text("inet") if arg is not None and arg.is_("cidr") else arg
 
 
 def _lag(node: exp.Func, of: TypeOf) -> PgType | None:
@@ -224,8 +231,8 @@ _BY_KEY: dict[str, Rule | PgType] = {
     "count": INT8,
     "sum": _sum,
     "avg": _avg,
-    "min": _arg,
-    "max": _arg,
+    "min": _extreme,
+    "max": _extreme,
     "stddev": _statistic,
     "stddevsamp": _statistic,
     "stddevpop": _statistic,

@@ -98,3 +98,8 @@ SELECT id, to_char(i4, '999'), to_char(i4, '0000'), to_char(n, 'FM999,999.00'), 
 SELECT id, to_char(n, '99,999,990.000'), to_char(nu, 'FM999,999,999,990.99'), to_char(i2, 'FM0000'), to_char(-n, '9990.0') FROM {nums}
 SELECT to_char(x, 'FM9.99'), to_char(x, '9.99'), to_char(x, '999,999'), to_char(x, '0.0') FROM {one}, unnest(ARRAY[0, 0.5, -0.5, 0.004, -0.005, 9.995, 12, 1234.5678, -0.0001, 999999.5]::numeric[]) x
 SELECT id, to_char(d, '999.99'), to_char(n, '9.99EEEE'), to_char(n, 'S999.99') FROM {nums}
+-- to_char of floats (issue 10.3): C's %.*f of the value, cut to 15 (float4: 6) significant digits, as float8_to_char
+SELECT id, d, to_char(d, '999.99'), to_char(d, 'FM9990.0000'), to_char(r, '999.99'), to_char(r, 'FM0.000000') FROM {nums} WHERE d BETWEEN -1e6 AND 1e6 AND r BETWEEN -1e6 AND 1e6
+SELECT x, to_char(x, '9'), to_char(x, '0.0'), to_char(x, 'FM9.99'), to_char(x, '999999999999.9999'), to_char(x::real, 'FM99999999999999.99') FROM {one}, unnest(ARRAY[0.5, -0.5, 2.5, 2.675, 0.005, -0.0001, -0, 123456789012.345, 1234567]::float8[]) x
+SELECT to_char(1e15::float8, '9999999999999999.99'), to_char(1e15::float8, 'FM0.0') FROM {one}
+SELECT to_char(d, '999') FROM {nums} WHERE id = 5
