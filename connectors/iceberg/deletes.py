@@ -31,6 +31,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
+from lakegate.connectors.iceberg import filereads
+
 FILE_PATH, POS = "file_path", "pos"
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 
@@ -106,7 +108,11 @@ def write(metadata: TableMetadata, io: FileIO, deletes: pa.Table) -> DataFile:
 def read(io: FileIO, delete_file: DataFile) -> pa.Table:
     """The ``(file_path, pos)`` rows of a position-delete file."""
     with io.new_input(delete_file.file_path).open() as stream:
-        table = pq.read_table(stream, columns=[FILE_PATH, POS])  # type: ignore[arg-type]
+        table = pq.read_table(
+            stream,  # type: ignore[arg-type]
+            columns=[FILE_PATH, POS],
+            use_threads=filereads.threaded(delete_file),  # small ones on this thread (see filereads)
+        )
     return table.cast(ARROW_SCHEMA)
 
 
