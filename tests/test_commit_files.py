@@ -25,6 +25,7 @@ from pyiceberg.io.pyarrow import (
 )
 from pyiceberg.schema import sanitize_column_names
 from pyiceberg.table import Table
+from pyiceberg.types import StringType
 
 from lakegate.connectors.iceberg import manifestfiles, metadatajson, snapshotindex
 from lakegate.connectors.iceberg.datafiles import DataFileStream
@@ -133,8 +134,8 @@ def test_avro_header_is_pyiceberg_s(meta: dict[str, str]) -> None:
 
 
 def test_metadata_json_is_pyiceberg_s(catalog: SqlCatalog) -> None:
-    """Byte for byte, as the lists grow at their end, when snapshots are expired from their middle and start, and
-    when the metadata log slides (it keeps 3 entries here)."""
+    """Byte for byte, as the lists grow at their end, when snapshots are expired from their middle and start,
+    when the metadata log slides (it keeps 3 entries here) and when a schema is added."""
     data = _data(5)
     table = catalog.create_table(
         "ns.t",
@@ -158,6 +159,12 @@ def test_metadata_json_is_pyiceberg_s(catalog: SqlCatalog) -> None:
     assert len(table.metadata.snapshots) == len(ids) - 2
     same()
     table.append(data)
+    same()
+    with table.update_schema() as update:
+        update.add_column("added", StringType())
+    assert len(table.metadata.schemas) == 2
+    same()
+    table.append(data.append_column("added", pa.array(["x"] * data.num_rows)))
     same()
 
 

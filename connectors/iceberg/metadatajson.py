@@ -7,11 +7,13 @@ per snapshot) and the metadata log. pyiceberg serializes the whole model each ti
 flush that became the largest part of writing the metadata file as snapshots accumulated. A snapshot never changes
 once committed (the models are frozen, and a snapshot id names one snapshot of a table), nor does a log entry, so:
 
-- the metadata is serialized without its three lists, which are spliced back in at their place;
-- each snapshot's JSON is kept per (table, snapshot id, parent id), each metadata-log entry's per (file, timestamp); a
-  snapshot-log entry (two integers) is formatted directly;
-- each list's joined text is kept per table with the keys it was made of: a commit adds one snapshot and one entry
-  to each log, so the next document extends the text kept instead of joining the whole list again.
+- the metadata is serialized without its schemas, snapshots and two logs, which are spliced back in at their place;
+- each snapshot's JSON is kept per (table, snapshot id, parent id), each schema's per (table, schema id), each
+  metadata-log entry's per (file, timestamp); a snapshot-log entry (two integers) is formatted directly;
+- each list's items and their texts are kept per table: a commit adds one snapshot and one entry to each log (and
+  the metadata log, once full, drops its oldest), and pyiceberg's updates carry the other items over as the same
+  objects, so the next document serializes only the new items, found by comparing the lists item by item at C
+  speed.
 
 The result is the same text pyiceberg writes (``tests/test_commit_files.py`` compares them byte for byte through
 appends, expiry and a sliding metadata log); format-version 1 metadata, small histories and anything unexpected go
@@ -27,13 +29,21 @@ from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
-_LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"), ("metadata_log", "metadata-log"))
+_LISTS = (
+    ("schemas", "schemas"),
+    ("snapshots", "snapshots"),
+    ("snapshot_log", "snapshot-log"),
+    ("metadata_log", "metadata-log"),
+)
 _EMPTY = {field: f'"{alias}":[]' for field, alias in _LISTS}
 _NONE: dict[str, list[Any]] = {field: [] for field, _ in _LISTS}
 _KEPT: OrderedDict[tuple[Hashable, ...], str] = OrderedDict()  #: (table, kind, key..., exclude_none) -> JSON
 _KEPT_MAX = 200_000  #: a worker's tables times the snapshots each keeps, several times over (~1 KiB each)
-_JOINED: OrderedDict[tuple[str, str, bool], tuple[tuple[Hashable, ...], str]] = OrderedDict()
-_JOINED_MAX = 3 * 4096  #: three lists of a worker's tables (change logs and state tables), a few times over
+_JOINED: OrderedDict[tuple[str, str, bool], tuple[tuple[Any, ...], list[str]]] = OrderedDict()
+_JOINED_MAX = 4 * 4096  #: four lists of a worker's tables (change logs and state tables), a few times over
+_SLIDE = (
+    4  #: entries a list may lose at its start between two versions and still be extended (the metadata log)
+)
 _GUARD = threading.Lock()
 SPLICE_FROM = 8  #: fewer snapshots than this: pyiceberg's serialization as it is
 
@@ -46,65 +56,49 @@ def dumps(metadata: TableMetadata, *, exclude_none: bool = True) -> bytes:
     if any(head.count(marker) != 1 for marker in _EMPTY.values()):
         return metadata.model_dump_json(exclude_none=exclude_none).encode("utf-8")
     table = str(metadata.table_uuid)
-    snapshots = _joined(
-        table,
-        "snapshots",
-        exclude_none,
-        metadata.snapshots,
-        lambda s: (s.snapshot_id, s.parent_snapshot_id),
-        lambda s: _kept((table, "s", s.snapshot_id, s.parent_snapshot_id, exclude_none), s, exclude_none),
-    )
-    snapshot_log = _joined(
-        table,
-        "snapshot_log",
-        exclude_none,
-        metadata.snapshot_log,
-        lambda e: (e.snapshot_id, e.timestamp_ms),
-        _snapshot_log_entry,
-    )
-    metadata_log = _joined(
-        table,
-        "metadata_log",
-        exclude_none,
-        metadata.metadata_log,
-        lambda e: (e.metadata_file, e.timestamp_ms),
-        lambda e: _kept(("m", e.metadata_file, e.timestamp_ms, exclude_none), e, exclude_none),
-    )
-    for field, text in (
-        ("snapshots", snapshots),
-        ("snapshot_log", snapshot_log),
-        ("metadata_log", metadata_log),
-    ):
-        head = head.replace(_EMPTY[field], _EMPTY[field][:-1] + text + "]", 1)
+    texts: dict[str, Callable[[Any], str]] = {
+        "schemas": lambda s: _kept((table, "schema", s.schema_id, exclude_none), s, exclude_none),
+        "snapshots": lambda s: _kept(
+            (table, "s", s.snapshot_id, s.parent_snapshot_id, exclude_none), s, exclude_none
+        ),
+        "snapshot_log": _snapshot_log_entry,
+        "metadata_log": lambda e: _kept(
+            ("m", e.metadata_file, e.timestamp_ms, exclude_none), e, exclude_none
+        ),
+    }
+    for field, text in texts.items():
+        joined = _joined((table, field, exclude_none), getattr(metadata, field), text)
+        head = head.replace(_EMPTY[field], _EMPTY[field][:-1] + joined + "]", 1)
     return head.encode("utf-8")
 
 
-def _joined(
-    table: str,
-    kind: str,
-    exclude_none: bool,
-    items: Sequence[Any],
-    key: Callable[[Any], Hashable],
-    text: Callable[[Any], str],
-) -> str:
-    """The items' JSON joined with commas; extends the text kept for this table and list when the list only grew
-    at its end since (a commit's usual change)."""
-    keys = tuple(key(item) for item in items)
-    slot = (table, kind, exclude_none)
+def _joined(slot: tuple[str, str, bool], items: Sequence[Any], text: Callable[[Any], str]) -> str:
+    """The items' JSON joined with commas. The items and their texts are kept per table and list: the next
+    version's list is compared with them item by item (the same objects, as pyiceberg's updates carry them over,
+    compare at C speed; others by pydantic's equality), and when it only lost a few items at its start and
+    gained some at its end, only the new ones are serialized."""
+    current = tuple(items)
     with _GUARD:
         last = _JOINED.get(slot)
-    if last is not None and last[0] == keys:
-        return last[1]
-    if last is not None and last[0] and keys[: len(last[0])] == last[0]:
-        joined = ",".join((last[1], *(text(item) for item in items[len(last[0]) :])))
-    else:
-        joined = ",".join(text(item) for item in items)
+    parts: list[str] | None = None
+    if last is not None:
+        kept, kept_parts = last
+        if current == kept:
+            return ",".join(kept_parts)
+        for lost in range(min(_SLIDE, len(kept))) if current else ():
+            if kept[lost] == current[0]:
+                same = len(kept) - lost
+                if len(current) >= same and current[:same] == kept[lost:]:
+                    parts = kept_parts[lost:] + [text(item) for item in current[same:]]
+                break
+    if parts is None:
+        parts = [text(item) for item in current]
     with _GUARD:
-        _JOINED[slot] = (keys, joined)
+        _JOINED[slot] = (current, parts)
         _JOINED.move_to_end(slot)
         while len(_JOINED) > _JOINED_MAX:
             _JOINED.popitem(last=False)
-    return joined
+    return ",".join(parts)
 
 
 def _snapshot_log_entry(entry: Any) -> str:

@@ -15,6 +15,7 @@ in place once per process, for pyiceberg 0.12 only; lists shorter than :data:`IN
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 
@@ -30,6 +31,7 @@ _INDEX_MAX = 1024  #: a few per table being committed at once
 _GUARD = threading.Lock()
 _INSTALLED = False
 _scan = TableMetadataCommonFields.snapshot_by_id
+_ID = operator.attrgetter("snapshot_id")
 
 
 def _snapshot_by_id(self: TableMetadataCommonFields, snapshot_id: int) -> Snapshot | None:
@@ -39,9 +41,10 @@ def _snapshot_by_id(self: TableMetadataCommonFields, snapshot_id: int) -> Snapsh
     with _GUARD:
         kept = _INDEX.get(id(snapshots))
     if kept is None or kept[0] is not snapshots or kept[1] != len(snapshots):
-        index: dict[int, Snapshot] = {}
-        for snapshot in snapshots:
-            index.setdefault(snapshot.snapshot_id, snapshot)  # the first one, as the scan
+        backwards = snapshots[
+            ::-1
+        ]  # a later duplicate is overwritten by an earlier one: the first wins, as the scan
+        index = dict(zip(map(_ID, backwards), backwards, strict=True))
         kept = (snapshots, len(snapshots), index)
         with _GUARD:
             _INDEX[id(snapshots)] = kept
