@@ -278,13 +278,17 @@ class PostgresResult:
         engine = self._engine
         self._conn = conn = engine.connection(timeout=min(engine.connect_timeout, max(timeout, 0.1)))
         try:
-            conn.execute("BEGIN READ ONLY")
-            conn.execute(f"SET LOCAL statement_timeout = '{max(1, int(timeout * 1000))}ms'")
+            # one round trip each (no parameters: the simple protocol takes both statements)
+            conn.execute(f"BEGIN READ ONLY; SET LOCAL statement_timeout = '{max(1, int(timeout * 1000))}ms'")
             # the schemas of extensions that no untrusted role can write, after pg_catalog (.extensions)
             path = engine.extensions(conn).search_path
-            conn.execute("SELECT set_config('search_path', %s, true)", (path,))
             if self.time_zone:
-                conn.execute("SELECT set_config('TimeZone', %s, true)", (self.time_zone,))
+                conn.execute(
+                    "SELECT set_config('search_path', %s, true), set_config('TimeZone', %s, true)",
+                    (path, self.time_zone),
+                )
+            else:
+                conn.execute("SELECT set_config('search_path', %s, true)", (path,))
             columns = _describe(conn, sql)
             self._codecs = engine.codecs(conn, columns)
             self._names = [f"c{i}" for i in range(len(columns))]
