@@ -19,6 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.dialect_jsontext import array_literal
 from lakegate.gateway.dialect_scale import text_of
 from lakegate.gateway.pgtyping import Typer
 
@@ -141,7 +142,8 @@ def _aggregate(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if isinstance(node, exp.Filter):
         listed = exp.Filter(this=listed, expression=node.expression.copy())
     return cast(
-        call("pg_json_build", exp.Literal.string(letter), listed, exp.Literal.string(_AGGREGATES[name])), "JSON"
+        call("pg_json_build", exp.Literal.string(letter), listed, exp.Literal.string(_AGGREGATES[name])),
+        "JSON",
     )
 
 
@@ -176,4 +178,43 @@ def _each(node: exp.Expr, types: Typer) -> exp.Expr | None:
     )
 
 
-RULES: list[Rule] = [_build, _aggregate, _each]
+_ELEMENTS = {"int2": "n", "int4": "n", "int8": "n", "text": "s", "varchar": "s", "bool": "b", "float8": "f"}
+
+
+def _printed(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``jsonb_pretty``, ``jsonb_object`` (one array of keys and values, or two) and ``array_to_json`` of a
+    one-dimensional array of integers, text, booleans or float8s (others, and the ``pretty`` form, refused)."""
+    if not isinstance(node, exp.Anonymous):
+        return None
+    name, args = node.name.lower(), list(node.expressions)
+    if name == "jsonb_pretty" and len(args) == 1:
+        return call("pg_jsonb_pretty", cast(args[0].copy(), "VARCHAR"))
+    if name == "jsonb_object" and len(args) in (1, 2):
+        arrays = [_text_array(a, node) for a in args]
+        values = arrays[1] if len(args) == 2 else cast(exp.Null(), "VARCHAR[]")
+        shape = exp.Literal.string("jsonb" if len(args) == 2 else "jsonb alternating")
+        return cast(call("pg_json_object_from", arrays[0], values, shape), "JSON")
+    if name != "array_to_json":
+        return None
+    typ = types.of(args[0]) if len(args) == 1 else None
+    letter = _ELEMENTS.get(typ.name) if typ is not None and typ.dims == 1 else None
+    if letter is None:
+        what = typ.typname if typ is not None else "a value of unknown type"
+        raise refusal(
+            node,
+            f"array_to_json() of {what} with {len(args)} argument(s) (DuckDB writes its elements otherwise)",
+        )
+    each = exp.Lambda(this=cast(exp.column("__e"), "VARCHAR"), expressions=[exp.to_identifier("__e")])
+    items = call("list_transform", args[0].copy(), each)
+    return cast(call("pg_array_to_json", exp.Literal.string(letter), items), "JSON")
+
+
+def _text_array(value: exp.Expr, node: exp.Expr) -> exp.Expr:
+    """A text[] argument as DuckDB's list (a literal in PostgreSQL's array text read as PostgreSQL does)."""
+    if isinstance(value, exp.Literal) and value.is_string:
+        parts = [exp.Null() if p is None else exp.Literal.string(p) for p in array_literal(value.name, node)]
+        return cast(exp.Array(expressions=parts), "VARCHAR[]")
+    return cast(value.copy(), "VARCHAR[]")
+
+
+RULES: list[Rule] = [_build, _aggregate, _each, _printed]

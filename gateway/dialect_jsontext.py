@@ -98,7 +98,7 @@ def _path_steps(path: exp.Expr, node: exp.Expr) -> exp.Expr:
     ):
         return _steps_literal(["p" + e.name for e in path.expressions])
     if isinstance(path, exp.Literal) and path.is_string:
-        parts = _array_literal(path.name, node)
+        parts = array_literal(path.name, node)
         return _steps_literal([None if p is None else "p" + p for p in parts])
     each = exp.Lambda(
         this=exp.DPipe(this=exp.Literal.string("p"), expression=exp.column("e")),
@@ -114,11 +114,11 @@ def path_list(path: exp.Expr, node: exp.Expr) -> exp.Expr:
     ):
         return _steps_literal([e.name for e in path.expressions])
     if isinstance(path, exp.Literal) and path.is_string:
-        return _steps_literal(_array_literal(path.name, node))
+        return _steps_literal(array_literal(path.name, node))
     return call("to_json", cast(path.copy(), "VARCHAR[]"))
 
 
-def _array_literal(text: str, what: exp.Expr) -> list[str | None]:
+def array_literal(text: str, what: exp.Expr) -> list[str | None]:
     """The elements of a one-dimensional text[] literal such as ``{a,"b c",NULL}``."""
     inner = text.strip()
     if not (inner.startswith("{") and inner.endswith("}")):

@@ -412,6 +412,8 @@ _BY_NAME: dict[str, Rule | PgType] = {
     "jsonb_strip_nulls": JSONB,
     "json_strip_nulls": JSON,
     "jsonb_pretty": TEXT,
+    "jsonb_object": JSONB,
+    "array_to_json": JSON,
     "jsonb_extract_path_text": TEXT,
     "json_extract_path_text": TEXT,
     "jsonb_extract_path": JSONB,

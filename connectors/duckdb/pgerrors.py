@@ -126,6 +126,12 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"null value not allowed for object key"), lambda m: ("22004", m.group(0))),
     (
+        re.compile(
+            r"array must have even number of elements|mismatched array dimensions|wrong number of array subscripts"
+        ),
+        lambda m: ("2202E", m.group(0)),
+    ),
+    (
         re.compile(r"timestamps cannot be binned into intervals containing months or years"),
         lambda m: ("0A000", m.group(0)),
     ),

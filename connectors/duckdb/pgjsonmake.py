@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from lakegate.connectors.duckdb.pgjson import JsonError, Node, jsonb_text, parse, quote, udf
+from lakegate.connectors.duckdb.pgjson import JsonError, Node, jsonb_text, pairs, parse, quote, udf
 
 
 def float_text(text: str, single: bool) -> str:
@@ -124,8 +124,62 @@ def build(kinds: str, values: list[str | None] | None, shape: str) -> str | None
     return "[" + ", ".join(json_fragment(k, v) for k, v in zip(kinds, values, strict=True)) + "]"
 
 
+def pretty(doc: str) -> str:
+    """``jsonb_pretty``: four spaces a level, ``"key": value``, an empty container's closer on its own line."""
+    return _pretty(parse(doc), 0)
+
+
+def _pretty(node: Node, level: int) -> str:
+    indent = "    " * level
+    if node[0] == "o":
+        members = pairs(node, True)
+        inner = ",\n".join(f"{indent}    {quote(k)}: {_pretty(v, level + 1)}" for k, v in members)
+        return "{\n" + (inner + "\n" if members else "") + indent + "}"
+    if node[0] == "a":
+        inner = ",\n".join(f"{indent}    {_pretty(v, level + 1)}" for v in node[1])
+        return "[\n" + (inner + "\n" if node[1] else "") + indent + "]"
+    return jsonb_text(node)
+
+
+def object_from(keys: list[str | None] | None, values: list[str | None] | None, shape: str) -> str | None:
+    """``jsonb_object(text[])`` (keys and values alternating: ``shape`` ends with " alternating") and
+    ``jsonb_object(keys, values)``: every value a string (NULL: null), PostgreSQL's errors for NULL keys and
+    uneven arrays."""
+    if keys is None or values is None and not shape.endswith("alternating"):
+        return None
+    if values is None:
+        if len(keys) % 2:
+            raise JsonError("array must have even number of elements")
+        keys, values = keys[0::2], keys[1::2]
+    elif (not keys) != (not values):  # an empty array has no dimension in PostgreSQL
+        raise JsonError("wrong number of array subscripts")
+    elif len(keys) != len(values):
+        raise JsonError("mismatched array dimensions")
+    named: list[str] = []
+    for key in keys:
+        if key is None:
+            raise JsonError("null value not allowed for object key")
+        named.append(key)
+    if shape.startswith("jsonb"):
+        return jsonb_text(("o", [(k, fragment("s", v)) for k, v in zip(named, values, strict=True)], 0, 0))
+    return (
+        "{"
+        + ", ".join(f"{quote(k)} : {json_fragment('s', v)}" for k, v in zip(named, values, strict=True))
+        + "}"
+    )
+
+
+def array_json(kind: str, items: list[str | None] | None) -> str | None:
+    """``array_to_json(array)`` of a one-dimensional array: its elements as json_build_array writes them, without
+    spaces."""
+    return None if items is None else "[" + ",".join(json_fragment(kind, v) for v in items) + "]"
+
+
 FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str]], ...] = (
     ("pg_json_build", build, ["VARCHAR", "VARCHAR[]", "VARCHAR"]),
+    ("pg_jsonb_pretty", pretty, ["VARCHAR"]),
+    ("pg_json_object_from", lambda k, v, s: object_from(k, v, s), ["VARCHAR[]", "VARCHAR[]", "VARCHAR"]),
+    ("pg_array_to_json", lambda kind, items: array_json(kind, items), ["VARCHAR", "VARCHAR[]"]),
 )
 
 

@@ -23,3 +23,10 @@ SELECT json_object_agg(t, id ORDER BY id) FROM {strs}
 SELECT jsonb_object_agg(id, b), json_object_agg(id, b ORDER BY id) FROM {misc} WHERE false
 SELECT g, jsonb_object_agg(h, y ORDER BY id), json_object_agg(id, x ORDER BY id) FILTER (WHERE x > 5), jsonb_object_agg(id, x) FROM {grp} GROUP BY g ORDER BY g
 SELECT g, jsonb_object_agg(h, y) FROM {grp} GROUP BY g ORDER BY g
+-- jsonb_pretty, jsonb_object (one array or two), array_to_json of integer, text, boolean and float8 arrays
+SELECT id, jsonb_pretty(jb), jsonb_pretty(jb -> 'b') FROM {jnums}
+SELECT jsonb_object('{b,1,a,2,b,NULL}'), jsonb_object('{a,"b c"}', ARRAY['x', NULL]), jsonb_object('{}'::text[]) FROM {one}
+SELECT id, jsonb_object(ta), jsonb_object(ta, ta) FROM {misc} WHERE id <> 4
+SELECT jsonb_object('{a,b,c}') FROM {one}
+SELECT jsonb_object('{a,NULL}', '{1,2}') FROM {one}
+SELECT array_to_json(ARRAY[0.1::float8, '1e308', 'NaN', -2.5]), array_to_json(ARRAY[true, NULL]), array_to_json(ARRAY[]::int[]), array_to_json(NULL::text[]) FROM {one}
