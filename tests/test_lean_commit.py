@@ -14,9 +14,12 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
+from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Position, TableRef, TableSchema
-from lakegate.connectors.iceberg import compaction, flushcatalog, leancommit
+from lakegate.connectors.iceberg import compaction, flushcatalog, leancommit, txncache
 from lakegate.connectors.iceberg.catalog import open_catalog
 from lakegate.connectors.iceberg.writer import LakeTable
 
@@ -164,3 +167,41 @@ def test_lean_commits_write_what_pyiceberg_writes(twins, tmp_path: Path, monkeyp
                 expected[key] = name
     state = other.load_table("public.lean").scan().to_arrow()
     assert dict(zip(state["id"].to_pylist(), state["name"].to_pylist(), strict=True)) == expected
+
+
+def test_a_snapshot_is_added_as_pyiceberg_s_updates_add_it(tmp_path: Path) -> None:
+    """leancommit.with_snapshot makes of a table's metadata what pyiceberg's AddSnapshotUpdate and
+    SetSnapshotRefUpdate make of it (as txncache applies them): the same model and the same JSON, for a table
+    with no snapshot yet and one with a few; None where pyiceberg would stamp another time."""
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=(tmp_path / "w").as_uri())
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.t", schema=pa.schema([("id", pa.int64())]))
+    for appends in range(3):
+        base = table.metadata
+        parent = base.current_snapshot()
+        snapshot = Snapshot(  # type: ignore[call-arg]
+            snapshot_id=1000 + appends,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            manifest_list=f"file:///m/snap-{appends}.avro",
+            sequence_number=base.next_sequence_number(),
+            timestamp_ms=base.last_updated_ms + 5,
+            summary=Summary(operation=Operation.APPEND, **{"added-records": "1"}),
+            schema_id=base.current_schema_id,
+        )
+        updates = (
+            AddSnapshotUpdate(snapshot=snapshot),
+            SetSnapshotRefUpdate(  # type: ignore[call-arg]
+                snapshot_id=snapshot.snapshot_id,
+                parent_snapshot_id=snapshot.parent_snapshot_id,
+                ref_name="main",
+                type=SnapshotRefType.BRANCH,
+            ),
+        )
+        expected = txncache._apply(base, updates)
+        mine = leancommit.with_snapshot(base, snapshot)
+        assert mine is not None and mine == expected
+        assert mine.model_dump_json() == expected.model_dump_json()
+        assert mine.__pydantic_fields_set__ == expected.__pydantic_fields_set__
+        same_time = snapshot.model_copy(update={"timestamp_ms": base.last_updated_ms})
+        assert leancommit.with_snapshot(base, same_time) is None
+        table.append(pa.table({"id": pa.array([appends], pa.int64())}))

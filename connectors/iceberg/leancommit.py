@@ -22,9 +22,10 @@ What is written by hand is only the plumbing; the files are pyiceberg's:
 - the snapshot summary is pyiceberg's (``SnapshotSummaryCollector``, with lakegate's stamp properties, and the
   totals carried from the parent by ``update_snapshot_summaries``' rule, applied on plain dicts), the snapshot
   id and sequence number come from the table metadata as pyiceberg's producer takes them, and the new metadata
-  is built by pyiceberg's update functions from the same two updates a producer emits (``AddSnapshotUpdate``,
-  ``SetSnapshotRefUpdate`` on ``main``, required to still point at the parent): snapshot log,
-  ``last-sequence-number``, refs and metadata log are pyiceberg's own doing;
+  is what pyiceberg's update functions make of the same two updates a producer emits (``AddSnapshotUpdate``,
+  ``SetSnapshotRefUpdate`` on ``main``, required to still point at the parent), built in one copy
+  (:func:`with_snapshot`: the fields those updates set, to the same values; anything else goes through them),
+  and the metadata log is pyiceberg's own doing;
 - the parent's manifest list is not read back: the list this process last wrote for a table is kept in memory
   (keyed by its path, which names one snapshot), and read from the lake only when another writer made the parent.
 - snapshot ids and file names are drawn from :mod:`.ids` rather than ``os.urandom``.
@@ -55,7 +56,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import TableProperties, Transaction
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from pyiceberg.table.snapshots import (
     ADDED_DATA_FILES,
     ADDED_DELETE_FILES,
@@ -77,6 +78,7 @@ from pyiceberg.table.snapshots import (
     TOTAL_RECORDS,
     Operation,
     Snapshot,
+    SnapshotLogEntry,
     SnapshotSummaryCollector,
     Summary,
 )
@@ -88,7 +90,7 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
-from lakegate.connectors.iceberg import flushcatalog, ids, manifestfiles
+from lakegate.connectors.iceberg import flushcatalog, ids, manifestfiles, txncache
 
 _MANIFESTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()  #: manifest list path -> its entries
 _MANIFESTS_MAX = 4096  #: two per table: a worker's tables, a few times over
@@ -256,6 +258,9 @@ def commit(
             AssertTableUUID(uuid=metadata.table_uuid),
             AssertRefSnapshotId(snapshot_id=parent_id, ref=MAIN_BRANCH),  # type: ignore[call-arg]
         )
+        applied = with_snapshot(metadata, snapshot)
+        if applied is not None:
+            txncache.remember(metadata, updates, applied)
         table._do_commit(updates=updates, requirements=requirements)
     except BaseException:
         for path in written:  # never referenced: the commit did not land
@@ -265,6 +270,48 @@ def commit(
     # what the manifest list holds, as a reader of it gets it back (sequence numbers assigned)
     _remember(list_path, tuple(list_writer.prepared))
     return True
+
+
+def with_snapshot(base: TableMetadata, snapshot: Snapshot) -> TableMetadata | None:
+    """What pyiceberg 0.12's ``update_table_metadata`` (as :mod:`.txncache` applies it) makes of ``base`` with
+    ``AddSnapshotUpdate(snapshot)`` then ``SetSnapshotRefUpdate`` of ``main`` to it, in one copy instead of two
+    dispatched updates and the spec and sort-order checks against an unchanged schema: the same fields set to
+    the same values (``tests/test_lean_commit.py`` compares both). ``None`` where pyiceberg would do more or
+    other than this (another format version, a timestamp equal to the base's, anything its checks refuse):
+    apply the updates as pyiceberg does."""
+    if (
+        base.format_version != 2
+        or not base.schemas
+        or not base.partition_specs
+        or not base.sort_orders
+        or base.snapshot_by_id(snapshot.snapshot_id) is not None
+        or snapshot.sequence_number is None
+        or snapshot.sequence_number <= base.last_sequence_number
+        or snapshot.timestamp_ms == base.last_updated_ms
+    ):
+        return None
+    ref = SnapshotRef(  # type: ignore[call-arg]
+        snapshot_id=snapshot.snapshot_id,
+        snapshot_ref_type=SnapshotRefType.BRANCH,
+        min_snapshots_to_keep=None,
+        max_snapshot_age_ms=None,
+        max_ref_age_ms=None,
+    )
+    existing = base.refs.get(MAIN_BRANCH)
+    if existing is not None and existing == ref:
+        return None
+    return base.model_copy(
+        update={  # AddSnapshotUpdate's, then SetSnapshotRefUpdate's (the snapshot was added: its timestamp)
+            "last_updated_ms": snapshot.timestamp_ms,
+            "last_sequence_number": snapshot.sequence_number,
+            "snapshots": base.snapshots + [snapshot],
+            "next_row_id": None,
+            "current_snapshot_id": snapshot.snapshot_id,
+            "snapshot_log": base.snapshot_log
+            + [SnapshotLogEntry(snapshot_id=snapshot.snapshot_id, timestamp_ms=snapshot.timestamp_ms)],  # type: ignore[call-arg]
+            "refs": {**base.refs, MAIN_BRANCH: ref},
+        }
+    )
 
 
 def _summary(

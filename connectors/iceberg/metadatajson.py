@@ -66,10 +66,18 @@ def dumps(metadata: TableMetadata, *, exclude_none: bool = True) -> bytes:
             ("m", e.metadata_file, e.timestamp_ms, exclude_none), e, exclude_none
         ),
     }
-    for field, text in texts.items():
-        joined = _joined((table, field, exclude_none), getattr(metadata, field), text)
-        head = head.replace(_EMPTY[field], _EMPTY[field][:-1] + joined + "]", 1)
-    return head.encode("utf-8")
+    # spliced in one pass over the head (str.replace would copy the whole document once per list)
+    spots = sorted((head.index(_EMPTY[field]) + len(_EMPTY[field]) - 1, field) for field in texts)
+    pieces: list[str] = []
+    start = 0
+    for end, field in spots:  # ``end``: the position of the list's closing bracket
+        pieces += (
+            head[start:end],
+            _joined((table, field, exclude_none), getattr(metadata, field), texts[field]),
+        )
+        start = end
+    pieces.append(head[start:])
+    return "".join(pieces).encode("utf-8")
 
 
 def _joined(slot: tuple[str, str, bool], items: Sequence[Any], text: Callable[[Any], str]) -> str:

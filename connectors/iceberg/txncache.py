@@ -68,6 +68,16 @@ def applied(base: TableMetadata, updates: tuple[TableUpdate, ...]) -> TableMetad
     return metadata
 
 
+def remember(base: TableMetadata, updates: tuple[TableUpdate, ...], metadata: TableMetadata) -> None:
+    """Make ``metadata`` the answer of :func:`applied` for (``base``, ``updates``): a caller that computed the
+    result itself (:mod:`.leancommit`, exactly as the updates would make it) spares the catalog applying them."""
+    with _GUARD:
+        _RECENT[id(updates)] = (base, updates, metadata)
+        _RECENT.move_to_end(id(updates))
+        while len(_RECENT) > _RECENT_MAX:
+            _RECENT.popitem(last=False)
+
+
 def _cached_table_metadata(self: Transaction) -> TableMetadata:
     return applied(self._table.metadata, self._updates)
 
