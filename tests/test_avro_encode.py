@@ -58,13 +58,17 @@ from pyiceberg.types import (
 from lakegate.connectors.iceberg import avroencode, ids, manifestfiles
 
 
-def _pyiceberg(file_schema: Any, record_schema: Any, name: str, records: list[Any]) -> list[bytes]:
-    writer = AvroOutputFile[Any](
+def _writer(file_schema: Any, record_schema: Any, name: str) -> Any:
+    return AvroOutputFile[Any](
         output_file=None,  # type: ignore[arg-type]
         file_schema=file_schema,
         schema_name=name,
         record_schema=record_schema,
     ).writer
+
+
+def _pyiceberg(file_schema: Any, record_schema: Any, name: str, records: list[Any]) -> list[bytes]:
+    writer = _writer(file_schema, record_schema, name)
     out = []
     for record in records:
         stream = io.BytesIO()
@@ -74,13 +78,7 @@ def _pyiceberg(file_schema: Any, record_schema: Any, name: str, records: list[An
 
 
 def _compiled(file_schema: Any, record_schema: Any, name: str, records: list[Any]) -> list[bytes]:
-    writer = AvroOutputFile[Any](
-        output_file=None,  # type: ignore[arg-type]
-        file_schema=file_schema,
-        schema_name=name,
-        record_schema=record_schema,
-    ).writer
-    encode = avroencode.compile_writer(writer)
+    encode = avroencode.compile_writer(_writer(file_schema, record_schema, name))
     out = []
     for record in records:
         buf = bytearray()
