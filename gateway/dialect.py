@@ -73,6 +73,7 @@ def cast(node: exp.Expr, to: str) -> exp.Cast:
 
 def rules() -> list[Rule]:
     from lakegate.gateway import (
+        dialect_aggregates,
         dialect_collation,
         dialect_datetime,
         dialect_formats,
@@ -102,6 +103,7 @@ def rules() -> list[Rule]:
         *dialect_datetime.RULES,
         *dialect_text.RULES,
         *dialect_values.RULES,
+        *dialect_aggregates.RULES,
         *dialect_json.RULES,
         *dialect_jsonbuild.RULES,
         *dialect_jsonedit.RULES,

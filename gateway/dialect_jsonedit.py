@@ -7,8 +7,9 @@
 * ``jsonb_set`` (with ``create_if_missing``), ``jsonb_insert`` (before or ``insert_after``),
   ``json(b)_strip_nulls`` (with ``strip_in_arrays``), ``json(b)_object_agg`` (with ORDER BY and FILTER; its
   values of the kinds :func:`lakegate.gateway.dialect_jsonbuild.kind` takes; without ORDER BY, json's members
-  and the value jsonb keeps of a repeated key follow the order PostgreSQL's plan reads the rows: refused, and
-  for jsonb an error at run time when a key does repeat with different values).
+  follow the order the plan reads the rows, which PostgreSQL leaves unspecified: the same members in DuckDB's
+  order, see :mod:`lakegate.gateway.dialect_aggregates`; the value jsonb keeps of a repeated key is the one read
+  last: an error at run time when a key does repeat with different values).
 
 Each calls :mod:`lakegate.connectors.duckdb.pgjsonedit` over the values' texts, which writes PostgreSQL's text
 and raises PostgreSQL's errors. Refused: ``||`` of jsonb with a value of another type (PostgreSQL concatenates
@@ -145,8 +146,6 @@ def _object_agg(node: exp.Expr, types: Typer) -> exp.Expr | None:
         raise refusal(agg, f"{name}() with {len(agg.expressions)} arguments")
     order = value if isinstance(value, exp.Order) else None
     value = order.this if order is not None else value
-    if order is None and name == "json_object_agg":
-        raise refusal(agg, "json_object_agg() without ORDER BY (its members follow the order the plan reads)")
     if kind(key, types, agg, name) in "jJfr":
         raise refusal(agg, f"{name}() with a json or float key")
     letter = kind(value, types, agg, name)

@@ -198,10 +198,31 @@ def _to_text(node: exp.Expr, types: Typer) -> exp.Expr | None:
             exp.Literal.number(length),
             exp.Literal.string(" "),
         )
+    if isinstance(node, exp.GroupConcat):
+        _trim_listed(node, types)
+        return None
     if isinstance(node, exp.Func) and _takes_text(node):
         for child in list(node.iter_expressions()):
             rewrap(child, lambda n: trimmed(n, types.of(n)), types)
     return None
+
+
+def _trim_listed(node: exp.GroupConcat, types: Typer) -> None:
+    """string_agg's value (inside its ORDER BY and DISTINCT) and separator as text. With DISTINCT, PostgreSQL
+    sorts the converted values, and DuckDB wants an ORDER BY key of a DISTINCT aggregate among its arguments:
+    a key equal to the value is converted with it."""
+    order = node.this if isinstance(node.this, exp.Order) else None
+    inner = order.this if order is not None else node.this
+    distinct = isinstance(inner, exp.Distinct)
+    for value in list(inner.expressions if distinct else [inner]):
+        original = value.copy()
+        rewrap(value, lambda n: trimmed(n, types.of(n)), types)
+        for key in order.expressions if order is not None and distinct else []:
+            if isinstance(key, exp.Ordered) and key.this == original:
+                rewrap(key.this, lambda n: trimmed(n, types.of(n)), types)
+    separator = node.args.get("separator")
+    if separator is not None:
+        rewrap(separator, lambda n: trimmed(n, types.of(n)), types)
 
 
 def _length(to: exp.DataType) -> int | None:

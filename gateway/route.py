@@ -34,6 +34,7 @@ from lakegate.gateway import lakecolumns, lakecut, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.collations import Collation
 from lakegate.gateway.dialect import postgres_semantics
+from lakegate.gateway.dialect_aggregates import sort_distinct
 from lakegate.gateway.dialect_scale import show_numerics
 from lakegate.gateway.dialect_stars import expand_merged_stars, refuse_ambiguous_order
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
@@ -160,6 +161,7 @@ class Router:
             routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
             _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
+            sort_distinct(ast)  # typed with the ORDER BY it adds
             columns, collation = self._table_columns(resolved, listing)
             typer = Typer(ast, columns, zone)
             if expand_merged_stars(ast, typer):  # typed again: the expanded columns are new nodes

@@ -89,6 +89,89 @@ def ordered(sql: str) -> bool:
     return isinstance(tree, exp.Query) and tree.args.get("order") is not None
 
 
+#: how an unordered aggregate's value is compared as a multiset: "array" (its elements), "json" (the members of
+#: a json array or object, each by its exact text), "text:<separator>" (the values string_agg joined)
+Unordered = dict[int, str]
+
+
+def unordered_columns(sql: str) -> Unordered:
+    """The result columns of ``sql`` that are an aggregate listing its input in an order PostgreSQL leaves
+    unspecified (the plan's: heap order, changed by UPDATE and VACUUM): ``array_agg``, ``string_agg`` (with a
+    literal separator), ``json(b)_agg`` and ``json_object_agg`` without ORDER BY or DISTINCT inside (DISTINCT
+    sorts), as a select-list item of the top-level SELECT, also with FILTER or over a window without ORDER BY.
+    Only these columns are compared with their elements' order ignored (see gateway/dialect_aggregates.py)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return {}
+    if not isinstance(tree, exp.Select):
+        return {}
+    out: Unordered = {}
+    for i, item in enumerate(tree.expressions):
+        node = item.unalias()
+        if isinstance(node, exp.Window):
+            if node.args.get("order") is not None:
+                continue
+            node = node.this
+        if isinstance(node, exp.Filter):
+            node = node.this
+        how = _listing(node)
+        if how:
+            out[i] = how
+    return out
+
+
+def _listing(node: exp.Expr) -> str:
+    if isinstance(node, exp.ArrayAgg | exp.GroupConcat | exp.JSONArrayAgg):
+        argument = node.this
+        how = "array" if isinstance(node, exp.ArrayAgg) else "json"
+        if isinstance(node, exp.GroupConcat):
+            separator = node.args.get("separator")
+            literal = isinstance(separator, exp.Literal) and separator.is_string
+            how = f"text:{separator.this}" if literal and separator.this else ""
+    elif isinstance(node, exp.Anonymous) and node.name.lower() in ("json_agg", "jsonb_agg"):
+        argument, how = (node.expressions or [None])[0], "json"
+    elif isinstance(node, exp.JSONObjectAgg) and len(node.expressions) == 2:
+        argument, how = node.expressions[1], "json"
+    else:
+        return ""
+    return "" if isinstance(argument, exp.Order | exp.Distinct) else how
+
+
+def _json_members(text: str) -> tuple[str, tuple[str, ...]] | str:
+    """A json array's or object's members, each its exact text (split at the commas of its top level)."""
+    if len(text) < 2 or text[0] not in "[{":
+        return text
+    members, depth, start, quoted, escaped = [], 0, 1, False, False
+    for i, char in enumerate(text):
+        if quoted:
+            quoted, escaped = (char != '"' or escaped), (char == "\\" and not escaped)
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        elif char == "," and depth == 1:
+            members.append(text[start:i].strip())
+            start = i + 1
+    members.append(text[start:-1].strip())
+    return text[0] + text[-1], tuple(sorted(members))
+
+
+def as_multiset(value: Any, how: str) -> Any:
+    """An unordered aggregate's canonical value with its elements sorted (see :func:`unordered_columns`)."""
+    if value is None:
+        return None
+    if how == "array" and isinstance(value, tuple):
+        return ("multiset", tuple(sorted(value, key=_sort_key)))
+    if how == "json" and isinstance(value, tuple) and value[:1] == ("json",):
+        return ("json multiset", _json_members(value[1]))
+    if how.startswith("text:") and isinstance(value, str):
+        return ("text multiset", tuple(sorted(value.split(how[5:]))))
+    return value
+
+
 # ------------------------------------------------------------------------------------------- values
 
 
@@ -119,8 +202,8 @@ def canon(value: Any, pg_type: str = "") -> Any:
         return iso_interval(value) or value
     if isinstance(value, str) and pg_type == "time":
         return value
-    if isinstance(value, datetime.time):
-        return value.isoformat()
+    if isinstance(value, datetime.time):  # as PostgreSQL writes it (an array's elements come as Python times)
+        return _time_text((value.hour * 3600 + value.minute * 60 + value.second) * 10**6 + value.microsecond)
     if isinstance(value, str):
         return value  # char(n) with its padding: PostgreSQL returns it padded
     if isinstance(value, datetime.datetime) and value.tzinfo is not None:  # the instant, and its offset shown
@@ -142,6 +225,8 @@ def canon(value: Any, pg_type: str = "") -> Any:
 
 def _float_text(values: list[Any], pg_type: str) -> list[Any]:
     """PostgreSQL's float4 has 6-9 significant digits: compare float4 values as float4 (both sides)."""
+    if pg_type == "_float4":
+        return [v if v is None else type(v)(_float_text(list(v), "float4")) for v in values]
     if pg_type != "float4":
         return values
     return [float(pa.scalar(v, pa.float32()).as_py()) if isinstance(v, float) else v for v in values]
@@ -339,8 +424,11 @@ def _sort_key(row: Any) -> str:
     return repr(row)
 
 
-def compare(want: Answer, got: Answer, in_order: bool, may_refuse: bool) -> tuple[str, str]:
-    """(outcome, why) of the gateway's answer ``got`` against PostgreSQL's ``want``."""
+def compare(
+    want: Answer, got: Answer, in_order: bool, may_refuse: bool, unordered: Unordered | None = None
+) -> tuple[str, str]:
+    """(outcome, why) of the gateway's answer ``got`` against PostgreSQL's ``want``; the columns of
+    ``unordered`` (:func:`unordered_columns`) compared with their elements' order ignored."""
     if want.error is not None:
         if got.error is None or got.status != 400:
             return (
@@ -367,11 +455,17 @@ def compare(want: Answer, got: Answer, in_order: bool, may_refuse: bool) -> tupl
     if want_types != got_types:
         return DIFFERING, f"types {want.types} != {got.types}"
     want_rows, got_rows = want.rows, got.rows
+    if unordered:
+        want_rows, got_rows = _multisets(want_rows, unordered), _multisets(got_rows, unordered)
     if not in_order:
         want_rows, got_rows = sorted(want_rows, key=_sort_key), sorted(got_rows, key=_sort_key)
     if not same(tuple(want_rows), tuple(got_rows)):
         return DIFFERING, f"rows differ: PostgreSQL {_short(want.rows)} gateway {_short(got.rows)}"
     return IDENTICAL, ""
+
+
+def _multisets(rows: list[tuple[Any, ...]], unordered: Unordered) -> list[tuple[Any, ...]]:
+    return [tuple(as_multiset(v, unordered[i]) if i in unordered else v for i, v in enumerate(r)) for r in rows]
 
 
 def _short(rows: list[tuple[Any, ...]]) -> str:
@@ -423,8 +517,8 @@ def run_corpus(
     for query in queries:
         sql = query.on("public", tables)
         want = from_postgres(conn, sql, type_names)
-        in_order = ordered(sql)
+        in_order, unordered = ordered(sql), unordered_columns(sql)
         for route, schema in (("pg", "pg.public"), ("lake", "lake.public")):
             got = from_gateway(client, query.on(schema, tables), zone)
-            outcome, why = compare(want, got, in_order, may_refuse=route == "lake")
+            outcome, why = compare(want, got, in_order, may_refuse=route == "lake", unordered=unordered)
             tally.add(route, query, outcome, why)

@@ -76,3 +76,27 @@ def test_an_unconstrained_numeric_stored_as_decimal_is_refused_where_shown() -> 
     for sql in ("SELECT v FROM t", "SELECT v * 2 FROM t", "SELECT sum(v) FROM t", "SELECT v::text FROM t"):
         with pytest.raises(UnsupportedQuery, match="display scale|numeric"):
             _lake_route(sql, columns)
+
+
+def test_distinct_aggregates_are_sorted_as_postgresql_sorts_them_and_arrays_of_arrays_refused() -> None:
+    """PostgreSQL removes an aggregate's duplicates by sorting its input: array_agg(DISTINCT x) comes sorted.
+    string_agg's char(n) value is text (trimmed) in the DISTINCT and in the ORDER BY added for it."""
+    from lakegate.gateway.dialect_aggregates import sort_distinct
+
+    columns: dict[str, PgType | None] = {"x": PgType("int4"), "c": PgType("bpchar", length=6, padded=True)}
+    ast = sqlglot.parse_one("SELECT array_agg(DISTINCT x), string_agg(DISTINCT c, ',') FROM t", read="postgres")
+    sort_distinct(ast)
+    typer = Typer(ast, lambda table: columns)
+    typer.all()
+    postgres_semantics(ast, typer)
+    sql = ast.sql(dialect="duckdb")
+    assert "ARRAY_AGG(DISTINCT x ORDER BY x" in sql, sql
+    assert re.search(r"LISTAGG\(DISTINCT RTRIM\(c, ' '\), ',' ORDER BY RTRIM\(c, ' '\)", sql, re.I), sql
+    columns["ia"] = PgType("int4", dims=1)
+    for refused in ("SELECT array_agg(ia) FROM t", "SELECT json_agg(DISTINCT x) FROM t"):
+        with pytest.raises(UnsupportedQuery, match="array_agg|DISTINCT"):
+            ast = sqlglot.parse_one(refused, read="postgres")
+            sort_distinct(ast)
+            typer = Typer(ast, lambda table: columns)
+            typer.all()
+            postgres_semantics(ast, typer)

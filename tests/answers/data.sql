@@ -95,3 +95,11 @@ INSERT INTO jnums SELECT i, x::json, x::jsonb FROM unnest(ARRAY[
 -- shows whichever its plan meets first where they meet (a group, a tie for min)
 CREATE TABLE ties (id int PRIMARY KEY, v numeric);
 INSERT INTO ties VALUES (1, 1.5), (2, 1.50), (3, 2.0), (4, 2.00), (5, 0.10), (6, NULL);
+
+-- rows that tests/answers/changes.sql updates, deletes and adds while the ingest runs (after the snapshot), so
+-- that PostgreSQL's heap order and the lake's file order both differ from the key's: aggregates without ORDER BY
+-- list their input in that order (unordered.sql)
+CREATE TABLE moves (id int PRIMARY KEY, g text, n int, y numeric(10,2), d date, t text, c char(6));
+INSERT INTO moves SELECT i, (ARRAY['north', 'south', 'east', 'west'])[1 + i % 4], i * 37 % 101, (i * 7 % 23) + 0.5,
+ date '2024-01-01' + i * 3, 'item ' || i, 'c' || (i % 9)
+FROM generate_series(1, 80) i;
