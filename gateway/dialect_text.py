@@ -147,8 +147,18 @@ def _patterns(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if isinstance(pattern, exp.Any | exp.All) and isinstance(node, exp.Like | exp.ILike):
         return _like_any(node, pattern)
     if isinstance(node, exp.Like | exp.ILike) and not isinstance(node.parent, exp.Escape):
-        return exp.Escape(this=node, expression=exp.Literal.string("\\"))
+        return _escaped(node)
     return None
+
+
+def _escaped(node: exp.Like | exp.ILike) -> exp.Expr:
+    """PostgreSQL's LIKE escapes with a backslash by default, DuckDB's LIKE has no escape character: a literal
+    pattern without a backslash means the same to both and keeps DuckDB's fast LIKE (``like_escape`` takes about
+    twice as long: TPC-H Q13); any other pattern gets ``ESCAPE '\\'``."""
+    pattern = node.expression
+    if isinstance(pattern, exp.Literal) and pattern.is_string and "\\" not in pattern.this:
+        return node
+    return exp.Escape(this=node, expression=exp.Literal.string("\\"))
 
 
 def _like_any(node: exp.Like | exp.ILike, quantified: exp.Expr) -> exp.Expr:
@@ -156,10 +166,7 @@ def _like_any(node: exp.Like | exp.ILike, quantified: exp.Expr) -> exp.Expr:
     if not isinstance(array, exp.Array) or not array.expressions:
         raise refusal(node, "LIKE ANY/ALL over something other than ARRAY[...]")
     kind = type(node)
-    parts: list[exp.Expr] = [
-        exp.Escape(this=kind(this=node.this.copy(), expression=p), expression=exp.Literal.string("\\"))
-        for p in array.expressions
-    ]
+    parts: list[exp.Expr] = [_escaped(kind(this=node.this.copy(), expression=p)) for p in array.expressions]
     joiner = exp.Or if isinstance(quantified, exp.Any) else exp.And
     result = parts[0]
     for part in parts[1:]:
