@@ -538,7 +538,8 @@ def prepare(root: Path, dsn: str, sf: float, facts: int, rows: int) -> tuple[Any
         "wide",
         gen.execute(
             f"SELECT range AS id, (range % 1000)::INT AS a, 'text ' || range AS b, "
-            f"((range % 100000)::DECIMAL(12,2) / 100)::DECIMAL(12,2) AS c, TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds(range) AS d FROM range({rows})"
+            f"((range % 100000)::DECIMAL(12,2) / 100)::DECIMAL(12,2) AS c, "
+            f"TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds(range) AS d FROM range({rows})"
         ).to_arrow_table(),
     )
     with psycopg.connect(dsn, autocommit=True) as conn:
