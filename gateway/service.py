@@ -31,7 +31,7 @@ from lakegate.connectors.postgres.engine import SCANNER_SETTINGS, PostgresEngine
 from lakegate.connectors.query import QueryError
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
-from lakegate.gateway import pgfootprint, zones
+from lakegate.gateway import pgfootprint, pggrammar, zones
 from lakegate.gateway.cache import LakeCache, Lease
 from lakegate.gateway.catalog import POSTGRES, Catalog
 from lakegate.gateway.config import GatewaySettings
@@ -213,6 +213,7 @@ class Gateway:
             try:
                 with deadline_mod.interruptible(deadline, self.watchdog, preempt=preempt):
                     self.guard.check(statement.ast, statement.start)
+                    pggrammar.check(statement.sql, statement.ast)  # PostgreSQL's syntax errors, every route
                     routed = self.router.route(statement.ast, max_rows, listing, text, zone)
             except RecursionError:  # sqlglot copies and writes SQL recursively
                 raise parse_mod.too_deep() from None

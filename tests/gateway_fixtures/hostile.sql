@@ -24,7 +24,7 @@
 403 || duckdb_secrets || SELECT * FROM duckdb_secrets()
 403 || read_csv || SELECT count(*) FROM lake.public.facts f CROSS JOIN LATERAL read_csv('/etc/passwd') x
 403 || read_text || SELECT (SELECT content FROM read_text('/etc/passwd')) AS leak
-404 || does not exist || SELECT * FROM '/etc/passwd'
+400 || syntax error at or near || SELECT * FROM '/etc/passwd'
 404 || does not exist || SELECT * FROM "https://example.com/data.csv"
 404 || does not exist || SELECT * FROM lake.public."../../../../etc/passwd"
 # --- other databases and the server's files through PostgreSQL
@@ -142,8 +142,8 @@
 404 || does not exist || SELECT * FROM lake.lakegate_cache.t1
 404 || does not exist || SELECT * FROM "lake.public.facts"
 404 || does not exist || SELECT * FROM lake.public.facts__changelog
-404 || does not exist || SELECT * FROM '*.parquet'
-404 || does not exist || SELECT * FROM 'warehouse/public/facts/data/*.parquet'
+400 || syntax error at or near || SELECT * FROM '*.parquet'
+400 || syntax error at or near || SELECT * FROM 'warehouse/public/facts/data/*.parquet'
 404 || does not exist || SELECT * FROM "/etc/passwd.csv"
 403 || glob || SELECT * FROM glob('**')
 403 || duckdb_databases || SELECT * FROM duckdb_databases()
@@ -259,7 +259,8 @@
 400 || out of range || SELECT * FROM lake.public.facts FOR VERSION AS OF 1e30
 400 || timestamp_ns || SELECT '2024-01-01 00:00:00.123456789'::timestamp_ns AS t
 400 || timestamp_ns || SELECT make_timestamp_ns(1) AS t
-400 || timestamp_ns || SELECT [make_timestamp_ns(1)] AS t
+400 || syntax error at or near "[" || SELECT [make_timestamp_ns(1)] AS t
+400 || timestamp_ns || SELECT ARRAY[make_timestamp_ns(1)] AS t
 # --- 9.5 functions of the source's own schemas are not callable (search_path = pg_catalog, qualified calls refused)
 400 || does not exist || SELECT lower(id) AS x FROM pg.public.secrets
 403 || public.lower || SELECT public.lower(id) AS x FROM pg.public.secrets

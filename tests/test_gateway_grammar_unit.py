@@ -1,0 +1,51 @@
+"""PostgreSQL's grammar judges every statement before it is routed (gateway/pggrammar.py): what PostgreSQL's
+parser rejects is its syntax error, at its position, on every route; what it accepts passes."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from lakegate.gateway import pggrammar
+from lakegate.gateway.errors import SqlSyntaxError
+
+
+def _error(sql: str) -> SqlSyntaxError:
+    with pytest.raises(SqlSyntaxError) as raised:
+        pggrammar.check(sql, sqlglot.parse_one(sql, read="postgres"))
+    return raised.value
+
+
+def test_reserved_words_as_bare_names_are_postgresqls_syntax_error_at_its_position() -> None:
+    error = _error("SELECT 'é', id\n  FROM lake.public.one AS user")
+    assert (error.message, error.sqlstate, error.line, error.column) == (
+        'syntax error at or near "user"',
+        "42601",
+        2,
+        27,
+    )
+    assert _error("SELECT overlaps FROM t").message == 'syntax error at or near "FROM"'
+    assert _error("SELECT id FROM t fetch").message == "syntax error at end of input"
+    assert _error("SELECT id FROM t LIMIT 1, 2").message == "LIMIT #,# syntax is not supported"
+    window = "SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) FROM t"
+    assert _error(window).sqlstate == "42P20"  # the grammar's windowing_error
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 AS select, 2 AS from, 3 AS overlaps",
+        "SELECT 1 select",  # a bare column label (PostgreSQL 14 and later)
+        "SELECT q.user, q.order FROM (SELECT 1 AS user, 2 AS order) q",
+        "SELECT year, value, name FROM t",
+        "/* Redash */ SELECT 1;",
+        "EXPLAIN SELECT 1",
+    ],
+)
+def test_what_postgresqls_grammar_accepts_passes(sql: str) -> None:
+    pggrammar.check(sql, None)
+
+
+def test_time_travel_is_the_gateways_own_clause_and_is_not_checked() -> None:
+    sql = "SELECT * FROM lake.public.t FOR VERSION AS OF 42 AS u"
+    pggrammar.check(sql, sqlglot.parse_one(sql, read="postgres"))
