@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
@@ -187,17 +188,45 @@ def _in_zone(node: exp.Expr, types: Typer) -> exp.Expr | None:
         _is_tz(types.of(node.this)) or _is_tz(types.of(node.expression))
     ):
         return _shift(node, types, zone)
+    if isinstance(node, exp.DPipe):  # text || timestamptz: the timestamptz's text in the zone
+        for side in (node.this, node.expression):
+            if _is_tz(types.of(side)):
+                text = _text(side.copy(), zone)
+                side.replace(text)
+                types.note(text, PgType("text"))
+        return None
     if isinstance(node, (exp.Binary, exp.Between, *_COMBINING)):
         _peers(node, types, zone)
         return None
+    zone_free = _zone_free(node, types)
+    if zone_free is not None:
+        return None if zone_free is node else zone_free
     if (
         isinstance(node, exp.Func)
         and not isinstance(node, _PASS)
-        and not (isinstance(node, exp.Anonymous) and node.name.lower() == "to_char")  # dialect_formats
         and any(_is_tz(types.of(arg)) for arg in _arguments(node))
     ):
         name = node.sql(dialect="postgres").split("(")[0].strip().lower()  # as the user wrote it
         raise refusal(node, f"{name}() of a timestamptz in time zone {zone}")
+    return None
+
+
+def _zone_free(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """Functions of timestamptz values that PostgreSQL computes without the session's zone, or with its local
+    fields only: ``node`` itself where it stays, its rewrite, or None (not one of them)."""
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+    args = node.expressions if isinstance(node, exp.Anonymous) else []
+    if name in ("isfinite", "to_char"):
+        return node  # an instant is finite in every zone; to_char: dialect_formats
+    if name == "date_bin" and len(args) == 3 and all(_is_tz(types.of(a)) for a in args[1:]):
+        return node  # timestamptz_bin: the instant and the origin, a fixed stride of microseconds
+    if name == "age" and len(args) == 2 and all(_is_tz(types.of(a)) for a in args):
+        # timestamptz_age subtracts the local fields of both and ignores their offsets
+        return call("age", local(args[0].copy(), types.zone), local(args[1].copy(), types.zone))
+    if isinstance(node, exp.GenerateSeries | exp.ExplodingGenerateSeries):
+        step = node.args.get("step")
+        if step is not None and _interval_kind(step) == "clock":
+            return node  # steps of hours and less: instants plus microseconds, as in any zone
     return None
 
 
@@ -219,12 +248,37 @@ def _cast(node: exp.Cast, types: Typer, zone: str) -> exp.Expr | None:
             return _time_of(node.this, zone)
         if target.is_("date", "timestamp"):
             return cast(local(node.this, zone), node.to.sql(dialect="duckdb"))
+        if target.is_("text", "varchar") and not node.to.expressions:
+            return _text(node.this, zone)
         if target.is_("text", "varchar", "bpchar", "timetz", "json", "jsonb"):
             raise refusal(node, f"a timestamptz as {target.name} in time zone {zone}")
         return None
     if target.is_("timestamptz"):
         return _as_instant(node.this, types, zone)
     return None
+
+
+#: the offset from UTC in seconds of the instant ``v`` in the zone ``z``
+_OFFSET = "((epoch_us(timezone(z, v)) - epoch_us(v)) // 1000000)"
+#: timestamptz_out in DateStyle ISO: the local time, then the offset from UTC as +HH, +HH:MM or +HH:MM:SS
+_TEXT = sqlglot.parse_one(
+    "CASE WHEN NOT isfinite(v) THEN CAST(v AS VARCHAR) ELSE CAST(timezone(z, v) AS VARCHAR) || "
+    f"CASE WHEN {_OFFSET} < 0 THEN '-' ELSE '+' END || printf('%02d', abs({_OFFSET}) // 3600) || "
+    f"CASE WHEN abs({_OFFSET}) % 3600 <> 0 THEN printf(':%02d', abs({_OFFSET}) % 3600 // 60) ELSE '' END || "
+    f"CASE WHEN abs({_OFFSET}) % 60 <> 0 THEN printf(':%02d', abs({_OFFSET}) % 60) ELSE '' END END",
+    read="duckdb",
+)
+
+
+def _text(value: exp.Expr, zone: str) -> exp.Expr:
+    """A timestamptz as PostgreSQL's text in ``zone`` (``2024-01-15 05:30:00-05``, ``... 12:00:00+05:30``)."""
+
+    def put(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.name in ("v", "z"):
+            return value.copy() if node.name == "v" else exp.Literal.string(zone)
+        return node
+
+    return _TEXT.copy().transform(put)
 
 
 def _time_of(value: exp.Expr, zone: str) -> exp.Expr:

@@ -7,19 +7,28 @@ sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that m
 * ``date_part('field', x)`` is ``float8`` and ``extract(field FROM x)`` is ``numeric``; sqlglot parses both into
   :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``);
 * ``f(j -> 'k')`` is the json operator (sqlglot reads a lambda of ``j``: PostgreSQL has none);
-* ``to_char(x, pattern)`` stays a plain call with PostgreSQL's pattern (sqlglot rewrites it as ``strftime``),
-  ``date_bin(stride, x, origin)`` a plain call with its origin (sqlglot reads it as a bare word).
+* ``to_char(x, pattern)``, ``to_date(text, pattern)`` and ``to_timestamp(text, pattern)`` stay plain calls with
+  PostgreSQL's pattern (sqlglot rewrites it as ``strftime``'s), ``date_bin(stride, x, origin)`` a plain call with
+  its origin (sqlglot reads it as a bare word).
 
 Generation is unchanged (the class inherits PostgreSQL's generator); the lake route generates DuckDB.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.tokens import TokenType
+
+
+def _to_timestamp(args: list[exp.Expr], dialect: Dialect) -> exp.Expr:
+    """``to_timestamp(text, pattern)`` kept as written; ``to_timestamp(seconds)`` as sqlglot reads it."""
+    if len(args) == 2:
+        return exp.Anonymous(this="to_timestamp", expressions=args)
+    return cast(exp.Expr, Postgres.Parser.FUNCTIONS["TO_TIMESTAMP"](args, dialect))
 
 
 class LakegatePostgres(Postgres):
@@ -35,6 +44,9 @@ class LakegatePostgres(Postgres):
             # kept as written: sqlglot reads the origin as a bare word (a column's name upper-cased, a literal
             # unquoted)
             "DATE_BIN": lambda args: exp.Anonymous(this="date_bin", expressions=args),
+            # kept as written, as to_char: the lake route reads the text with PostgreSQL's pattern
+            "TO_DATE": lambda args: exp.Anonymous(this="to_date", expressions=args),
+            "TO_TIMESTAMP": _to_timestamp,
         }
         # PostgreSQL has no lambdas: ``f(j -> 'k')`` is the json operator, not a lambda of j (=> stays: named args)
         LAMBDAS = {k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW}

@@ -385,6 +385,8 @@ _BY_NAME: dict[str, Rule | PgType] = {
     "array_replace": _array_arg,
     "quote_ident": TEXT,
     "to_char": TEXT,
+    "to_date": DATE,
+    "to_timestamp": TIMESTAMPTZ,
     "quote_literal": TEXT,
     "quote_nullable": TEXT,
     "gcd": _int_or_numeric,

@@ -100,3 +100,25 @@ def test_distinct_aggregates_are_sorted_as_postgresql_sorts_them_and_arrays_of_a
             typer = Typer(ast, lambda table: columns)
             typer.all()
             postgres_semantics(ast, typer)
+
+
+def test_to_char_and_to_date_patterns_are_read_whole_or_refused() -> None:
+    """IDDD and SSSS are patterns of their own (not ID then DD, SS twice); to_date reads only numeric fields,
+    refusing names and 12-hour fields whose reading PostgreSQL does itself."""
+    from lakegate.gateway.pgdialect import DIALECT
+
+    columns: dict[str, PgType | None] = {"d": PgType("date"), "t": PgType("text")}
+
+    def lake(sql: str) -> str:
+        ast = sqlglot.parse_one(sql, read=DIALECT)
+        typer = Typer(ast, lambda table: columns)
+        typer.all()
+        postgres_semantics(ast, typer)
+        return ast.sql(dialect="duckdb")
+
+    sql = lake("SELECT to_char(d, 'IDDD SSSS') FROM x")
+    assert "WEEKOFYEAR" in sql.upper() and "%d" not in sql and "%S" not in sql, sql
+    assert "TRY_STRPTIME(t, '%Y-%m-%d')" in lake("SELECT to_date(t, 'YYYY-MM-DD') FROM x")
+    for refused in ("SELECT to_date(t, 'Mon DD YYYY') FROM x", "SELECT to_timestamp(t, 'HH12:MI AM') FROM x"):
+        with pytest.raises(UnsupportedQuery, match="pattern part"):
+            lake(refused)

@@ -103,3 +103,10 @@ SELECT make_interval(1, 2, 3, 4, 5, 6, 7.5), make_interval(days => 3), make_inte
 SELECT id, make_interval(days => id, secs => id * 1.5), make_interval(secs => id * 0.0000005), make_interval(months => i2) FROM {nums}
 SELECT make_timestamp(2024, 2, 30, 0, 0, 0) FROM {one}
 SELECT make_date(2023, 2, 29) FROM {one}
+SELECT id, to_char(ts, 'YYYY "Q"Q IYYY-IW ID IDDD D WW W J CC SSSS SSSSS') FROM {times}
+SELECT id, to_char(d, 'FMIW FMWW FMCC FMIDDD Q') FROM {times}
+SELECT id, to_char(tz, 'IYYY-"W"IW-ID "Q"Q') FROM {times}
+SELECT to_char(date '2021-01-03', 'IYYY IW ID IDDD D WW W'), to_char(date '2024-12-30', 'IYYY IW IDDD J CC')
+SELECT to_date(t, 'YYYY-MM-DD'), to_timestamp(t || ' 10:11:12', 'YYYY-MM-DD HH24:MI:SS') FROM {one} CROSS JOIN (VALUES ('2024-03-05'), ('1999-12-31'), (NULL)) v(t)
+SELECT to_date('05/03/2024', 'DD/MM/YYYY'), to_timestamp('2024-03-10 02:30', 'YYYY-MM-DD HH24:MI'), to_timestamp('20240305 101112.123456', 'YYYYMMDD HH24MISS.US') FROM {one}
+SELECT to_date('2024-3-5', 'YYYY-MM-DD') FROM {one}

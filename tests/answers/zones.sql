@@ -45,3 +45,9 @@ SELECT timestamptz '2026-11-01 05:30+00' AT TIME ZONE 'America/New_York', timest
 SELECT g, date_trunc('hour', g), date_trunc('minute', g), date_trunc('day', g), g::timestamp, extract(hour from g) FROM {one}, (VALUES (timestamptz '2026-11-01 05:30:45+00'), (timestamptz '2026-11-01 06:30:45+00'), (timestamptz '2026-03-08 06:59:59+00'), (timestamptz '2026-03-08 07:00:00+00'), (timestamptz 'infinity')) v(g) ORDER BY v.g
 SELECT g + interval '1 day', g - interval '1 day', g + interval '1 hour' FROM {one}, (VALUES (timestamptz '2026-10-31 05:30+00'), (timestamptz '2026-11-02 06:30+00'), (timestamptz '2026-03-07 07:30+00'), (timestamptz '2026-03-09 06:30+00')) v(g) ORDER BY v.g
 SELECT count(*) FROM {times} WHERE tz > '2026-11-01 01:30' OR tz < '2026-03-08 02:30'
+SELECT id, tz::varchar, 'at ' || tz FROM {times} ORDER BY id
+SELECT id, CAST(tz AS text) FROM {times} WHERE tz > '2000-01-01' ORDER BY id
+SELECT tz::text FROM (VALUES (timestamptz '1800-01-01 00:00:00+00'), (timestamptz '2024-03-10 07:30:00.25+00')) v(tz)
+SELECT id, age(tz, timestamptz '2023-11-05 06:30+00'), age(timestamptz '2024-03-10 12:00+00', tz) FROM {times} WHERE isfinite(tz) ORDER BY id
+SELECT g FROM {one}, generate_series(timestamptz '2024-03-10 05:00+00', timestamptz '2024-03-10 09:00+00', interval '30 minutes') g ORDER BY g
+SELECT id, date_bin('1 day', tz, timestamptz '2024-01-01 00:00+00') FROM {times} WHERE isfinite(tz) ORDER BY id
