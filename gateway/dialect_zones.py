@@ -211,6 +211,24 @@ def _in_zone(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return None
 
 
+def _series_of_dates(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``generate_series(date, date, interval)`` is PostgreSQL's ``generate_series(timestamptz, timestamptz,
+    interval)``: each date read as its local midnight in the session's zone, the result timestamptz (DuckDB's
+    own of dates gave timestamps). In place; the zone's other rules then see timestamptz arguments."""
+    if not isinstance(node, exp.GenerateSeries | exp.ExplodingGenerateSeries):
+        return None
+    ends = [node.args.get("start"), node.args.get("end")]
+    kinds = [types.of(end) if end is not None else None for end in ends]
+    if not all(kind is not None and kind.is_("date") for kind in kinds):
+        return None
+    for end in ends:
+        assert end is not None
+        moment = instant(end.copy(), types.zone)
+        end.replace(moment)
+        types.note(moment, PgType("timestamptz"))
+    return None
+
+
 def _zone_free(node: exp.Expr, types: Typer) -> exp.Expr | None:
     """Functions of timestamptz values that PostgreSQL computes without the session's zone, or with its local
     fields only: ``node`` itself where it stays, its rewrite, or None (not one of them)."""
@@ -227,7 +245,23 @@ def _zone_free(node: exp.Expr, types: Typer) -> exp.Expr | None:
         step = node.args.get("step")
         if step is not None and _interval_kind(step) == "clock":
             return node  # steps of hours and less: instants plus microseconds, as in any zone
+        if step is not None and _interval_kind(step) == "calendar" and "-" not in step.sql():
+            return _local_series(node, step, types.zone)
     return None
+
+
+def _local_series(node: exp.Expr, step: exp.Expr, zone: str) -> exp.Expr | None:
+    """``FROM generate_series(a, b, days or months) AS g``: the table macro ``pg_series_local`` (local times in
+    ``zone``, stepped as PostgreSQL steps them); its one column named as PostgreSQL names it."""
+    table = node.parent
+    if not isinstance(table, exp.Table) or node.arg_key != "this":
+        return None  # in a select list: refused as before
+    alias = table.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.this is not None and not alias.columns:
+        alias.set("columns", [exp.to_identifier(alias.name)])
+    start, end = node.args.get("start"), node.args.get("end")
+    assert start is not None and end is not None
+    return call("pg_series_local", start.copy(), end.copy(), step.copy(), exp.Literal.string(zone))
 
 
 def _arguments(node: exp.Expr) -> list[exp.Expr]:
@@ -352,4 +386,4 @@ def _slots(node: exp.Expr) -> list[tuple[str, int | None, exp.Expr]]:
     return out
 
 
-RULES: list[Rule] = [_in_zone]
+RULES: list[Rule] = [_series_of_dates, _in_zone]

@@ -1,6 +1,8 @@
 """PostgreSQL's interval and timestamp functions DuckDB lacks, as DuckDB macros of the gateway's engine:
 ``justify_hours``, ``justify_days``, ``justify_interval`` (under their own names), ``pg_date_bin`` and
-``pg_overlaps`` (:mod:`lakegate.gateway.dialect_datetime` rewrites ``date_bin`` and ``OVERLAPS`` to them).
+``pg_overlaps`` (:mod:`lakegate.gateway.dialect_datetime` rewrites ``date_bin`` and ``OVERLAPS`` to them), and
+the table macro ``pg_series_local`` (``generate_series`` of timestamptz by days or months in a session time zone,
+:mod:`lakegate.gateway.dialect_zones`).
 
 They follow PostgreSQL's ``timestamp.c`` step by step: an interval is its three fields (months, days,
 microseconds; DuckDB keeps them apart as PostgreSQL does), whole days and months are truncated toward zero and
@@ -67,6 +69,17 @@ MACROS: tuple[str, ...] = (
     "CREATE MACRO pg_greater_end(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL WHEN a <= b THEN b ELSE a END",
     "CREATE MACRO pg_overlaps(a1, b1, a2, b2) AS pg_overlaps_ends(pg_lesser_end(a1, b1), pg_greater_end(a1, b1), "
     "pg_lesser_end(a2, b2), pg_greater_end(a2, b2))",
+    # generate_series(timestamptz, timestamptz, days or months) in the zone z: PostgreSQL adds each step to the
+    # previous value's local time and reads the sum as local time again; the local times w step alike as long as
+    # none is skipped by a change to daylight-saving time (PostgreSQL would step on from the moved time): such a
+    # w is an error, never a guess. The first value is a itself (its local time may be a repeated one).
+    "CREATE MACRO pg_series_local(a, b, step, z) AS TABLE SELECT CASE WHEN w = timezone(z, a) THEN a "
+    "WHEN timezone(z, timezone(z, w)) = w THEN timezone(z, w) "
+    "ELSE error('generate_series() in time zone ' || z || ' reaches the local time ' || CAST(w AS VARCHAR) || "
+    "', which a change to daylight-saving time skips; PostgreSQL steps on from the moved time, which the lake "
+    "route does not: run the query on a PostgreSQL source') END AS generate_series "
+    "FROM generate_series(timezone(z, a), timezone(z, b) + INTERVAL 1 DAY, step) AS s(w) "
+    "WHERE CASE WHEN w = timezone(z, a) THEN a ELSE timezone(z, w) END <= b",
 )
 
 

@@ -110,3 +110,6 @@ SELECT to_char(date '2021-01-03', 'IYYY IW ID IDDD D WW W'), to_char(date '2024-
 SELECT to_date(t, 'YYYY-MM-DD'), to_timestamp(t || ' 10:11:12', 'YYYY-MM-DD HH24:MI:SS') FROM {one} CROSS JOIN (VALUES ('2024-03-05'), ('1999-12-31'), (NULL)) v(t)
 SELECT to_date('05/03/2024', 'DD/MM/YYYY'), to_timestamp('2024-03-10 02:30', 'YYYY-MM-DD HH24:MI'), to_timestamp('20240305 101112.123456', 'YYYYMMDD HH24MISS.US') FROM {one}
 SELECT to_date('2024-3-5', 'YYYY-MM-DD') FROM {one}
+SELECT g FROM {one}, generate_series('2024-01-01'::date, '2024-01-03'::date, interval '1 day') g ORDER BY g
+SELECT generate_series(date '2024-02-28', date '2024-03-02', interval '1 day') FROM {one}
+SELECT t.id, g FROM {times} t, generate_series(t.d, t.d + 2, interval '1 day') g WHERE isfinite(t.d) ORDER BY 1, 2

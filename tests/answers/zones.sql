@@ -51,3 +51,7 @@ SELECT tz::text FROM (VALUES (timestamptz '1800-01-01 00:00:00+00'), (timestampt
 SELECT id, age(tz, timestamptz '2023-11-05 06:30+00'), age(timestamptz '2024-03-10 12:00+00', tz) FROM {times} WHERE isfinite(tz) ORDER BY id
 SELECT g FROM {one}, generate_series(timestamptz '2024-03-10 05:00+00', timestamptz '2024-03-10 09:00+00', interval '30 minutes') g ORDER BY g
 SELECT id, date_bin('1 day', tz, timestamptz '2024-01-01 00:00+00') FROM {times} WHERE isfinite(tz) ORDER BY id
+SELECT g FROM {one}, generate_series(timestamptz '2024-01-31 00:00+00', timestamptz '2024-07-01 00:00+00', interval '1 month') AS g ORDER BY g
+SELECT x FROM {one}, generate_series(date '2024-03-01', date '2024-03-31', interval '1 week') AS s(x) ORDER BY x
+SELECT * FROM {one}, generate_series(timestamptz '2024-11-03 01:30-04', timestamptz '2024-11-06 00:00+00', '1 day') ORDER BY 2
+SELECT g FROM {one}, generate_series(timestamptz '2024-03-09 07:30+00', timestamptz '2024-03-12 00:00+00', '1 day') g ORDER BY g
