@@ -30,6 +30,7 @@ Other catalogs (REST, Glue, ...) commit table by table as before: :func:`flush` 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator
@@ -88,6 +89,18 @@ class _Gate:
 
 _IOS: OrderedDict[tuple[Any, ...], FileIO] = OrderedDict()
 _IO_GUARD = threading.Lock()
+_IOS_MAX = 4096  #: a worker's tables (change logs and state tables), a few times over
+#: (id of the catalog's properties, id of the table's, scheme) -> (both objects, the FileIO)
+_IOS_SEEN: OrderedDict[tuple[int, int, str], tuple[object, object, FileIO]] = OrderedDict()
+
+
+@functools.lru_cache(maxsize=256)
+def _scheme(head: str) -> str:
+    """``urlparse(location).scheme`` from the location's part before its first ``/`` (a scheme ends at a ``:``
+    before any ``/``, so that part decides it)."""
+    return urlparse(head).scheme
+
+
 _EXCLUDE_NONE: bool | None = None  #: pyiceberg's ``legacy-current-snapshot-id`` setting, negated (read once)
 _GATES: dict[str, _Gate] = {}
 _SWAP = (
@@ -324,17 +337,31 @@ class FlushCatalog(SqlCatalog):
 
     def _load_file_io(self, properties: Properties = EMPTY_DICT, location: str | None = None) -> FileIO:
         """One FileIO per (properties, location scheme): pyiceberg makes a new one for every table it loads and
-        every commit, and each builds its file system again on first use."""
+        every commit, and each builds its file system again on first use. Each table's properties differ
+        (lakegate's records), so there is one per table; a commit carries its table's properties dict over as
+        the same object, which finds its FileIO without sorting it again (issue 11.16)."""
+        scheme = _scheme((location or "").split("/", 1)[0])
+        quick = (id(self.properties), id(properties), scheme)
+        with _IO_GUARD:
+            seen = _IOS_SEEN.get(quick)
+        if seen is not None and seen[0] is self.properties and seen[1] is properties:
+            return seen[2]
         merged = {**self.properties, **properties}
-        key = (tuple(sorted((k, repr(v)) for k, v in merged.items())), urlparse(location or "").scheme)
+        key = (tuple(sorted((k, repr(v)) for k, v in merged.items())), scheme)
         with _IO_GUARD:
             found = _IOS.get(key)
         if found is None:
             found = super()._load_file_io(properties, location)
             with _IO_GUARD:
                 _IOS[key] = found
-                while len(_IOS) > 64:
+                while len(_IOS) > _IOS_MAX:
                     _IOS.popitem(last=False)
+        if type(properties) is dict:  # an immutable mapping of another kind could be a new object each time
+            with _IO_GUARD:
+                _IOS_SEEN[quick] = (self.properties, properties, found)  # kept alive: ids are not reused
+                _IOS_SEEN.move_to_end(quick)
+                while len(_IOS_SEEN) > _IOS_MAX:
+                    _IOS_SEEN.popitem(last=False)
         return found
 
     def _delete_old_metadata(self, io: FileIO, base: TableMetadata, metadata: TableMetadata) -> None:  # type: ignore[override]
