@@ -53,6 +53,7 @@ from lakegate.ingest import apply
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
 from lakegate.ingest.maintain import compaction_thresholds
+from lakegate.ingest.pacing import Pace
 from lakegate.ingest.progress import Progress
 from lakegate.ingest.upkeep import MaintenanceThread
 
@@ -105,6 +106,8 @@ class Worker:
         #: tables left out until the worker restarts: their initial copy met a value the lake cannot hold
         self.skip: dict[TableRef, str] = {}
         self._cut_recorded = (0, 0.0)  #: the last consistent cut recorded, and when (monotonic)
+        #: how many tables a flush takes when not all fit in time (connectors.postgres.handover)
+        self.pace = Pace(cfg.commit_interval)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -299,6 +302,11 @@ class Worker:
         def writer_free() -> bool:
             return self.stopping.is_set() or not committer.busy()
 
+        backlog = False  #: the last flush left tables with changes behind (see _share)
+
+        def next_flush_due() -> bool:
+            return self.stopping.is_set() or (backlog and not committer.busy())
+
         try:
             while True:
                 deadline = time.monotonic() + interval
@@ -307,7 +315,7 @@ class Worker:
                         deadline,
                         self.cfg.max_batch_rows,
                         self.cfg.max_batch_bytes,
-                        self.stopping.is_set,
+                        next_flush_due,  # tables left behind go as soon as the writer is free
                         confirm,
                     )
                 if committer.busy() and not self.stopping.is_set():
@@ -321,7 +329,8 @@ class Worker:
                         writer_free,
                         confirm,
                     )
-                flush = source.take()
+                flush = source.take(self._share(source))
+                backlog = source.pending[0] > 0
                 if flush.segments or flush.ack is not None:
                     committer.submit(flush)
                 confirm()
@@ -332,6 +341,17 @@ class Worker:
                     return
         finally:
             committer.close()
+
+    def _share(self, source: PostgresSource) -> int | None:
+        """How many tables the next flush takes (None: all with changes). All of them when stopping, while a
+        transaction is staged in the lake (its flushes must reach its end), and when the buffers are half full
+        (memory); otherwise as many as the writer writes in ``FLUSH_BUDGET`` of ``commit_interval``."""
+        if self.stopping.is_set() or any(t.staged_lsn is not None for t in self.lake.values()):
+            return None
+        rows, nbytes = source.pending
+        if rows * 2 >= self.cfg.max_batch_rows or nbytes * 2 >= self.cfg.max_batch_bytes:
+            return None
+        return self.pace.most()
 
     def _confirm(self, source: PostgresSource, flush: Flush) -> None:
         """A flush is durable in the lake: skip it on reconnect, confirm its LSN to PostgreSQL."""
@@ -380,15 +400,17 @@ class Worker:
                 by_table.setdefault(ref, [])
         jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
         self._written_refs = [ref for ref, _ in jobs]
+        began = time.perf_counter()
         with flushcatalog.flush(self.catalog):
             if len(jobs) <= 1:
                 for ref, segments in jobs:
                     self._write_table(ref, segments, flush, source)
-                return
-            futures = [_COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs]
-            concurrent.futures.wait(futures)
-            for future in futures:
-                future.result()  # the first failure, once no commit of this flush is still running
+            else:
+                futures = [_COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs]
+                concurrent.futures.wait(futures)
+                for future in futures:
+                    future.result()  # the first failure, once no commit of this flush is still running
+        self.pace.wrote(len(jobs), time.perf_counter() - began)
 
     def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
         table = self.lake[ref]

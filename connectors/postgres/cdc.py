@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from lakegate.connectors.changes import Position, TableRef, TableSchema, format_lsn
 from lakegate.connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
-from lakegate.connectors.postgres import duckcopy, introspect, lease, pgoutput
+from lakegate.connectors.postgres import duckcopy, handover, introspect, lease, pgoutput
 from lakegate.connectors.postgres import publication as publications
 from lakegate.connectors.postgres.connection import connect, translated
 from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
@@ -483,18 +483,38 @@ class PostgresSource:
 
     # ------------------------------------------------------------------------------------------- handover
 
-    def take(self) -> Flush:
+    def take(self, most: int | None = None) -> Flush:
         """Hand over everything buffered. Rows of a transaction still open go too (a partial flush of a huge
-        transaction); the LSN to confirm covers only complete transactions."""
+        transaction); the LSN to confirm covers only complete transactions.
+
+        ``most``: hand over only about this many tables, those whose oldest buffered change is oldest (see
+        :mod:`.handover`; not while a transaction is open). The others keep their changes, and the LSN to
+        confirm stays before the oldest of them."""
+        chosen = None
+        if most is not None and not self._in_txn:
+            chosen = handover.oldest_first({t.ref: t.buffer for t in self.tables.values()}, most)
         segments: list[Segment] = []
         positions: dict[TableRef, Position] = {}
+        end = self._complete_end
+        rows = nbytes = 0
         for table in self.tables.values():
+            if chosen is not None and table.ref not in chosen:
+                if table.buffer:
+                    end = min(end, table.buffer.first_lsn)
+                    kept_rows, kept_bytes = table.buffer.size()
+                    rows, nbytes = rows + kept_rows, nbytes + kept_bytes
+                continue
             for segment in table.buffer.take():
                 segments.append(segment)
                 positions[table.ref] = segment.last
-        self._pending_rows = self._pending_bytes = 0
-        ack = self._complete_end if self._complete_end > self._acked else None
+        self._pending_rows, self._pending_bytes = rows, nbytes
+        ack = end if end > self._acked else None
         return Flush(segments, ack, positions, self._txn_lsn if self._in_txn else None)
+
+    @property
+    def pending(self) -> tuple[int, int]:
+        """Rows and bytes buffered (what ``poll``'s limits count)."""
+        return self._pending_rows, self._pending_bytes
 
     def fail_table(self, ref: TableRef, lsn: int) -> None:
         """Stop ``ref`` at the transaction with commit LSN ``lsn``: its later changes are dropped and nothing

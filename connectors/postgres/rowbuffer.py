@@ -127,3 +127,21 @@ class RowBuffer:
 
     def __bool__(self) -> bool:
         return bool(self.open.rows or self.closed)
+
+    def _segments(self) -> list[Segment]:
+        return [*self.closed, self.open] if self.open.rows else self.closed
+
+    @property
+    def first_lsn(self) -> int:
+        """The commit LSN of the oldest buffered change (the buffer must hold one)."""
+        return self._segments()[0].lsns[0]
+
+    def lsns(self) -> np.ndarray:
+        """The commit LSN of every buffered change, in order."""
+        parts = [np.frombuffer(segment.lsns, dtype=np.int64) for segment in self._segments()]
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+    def size(self) -> tuple[int, int]:
+        """Rows and message bytes buffered."""
+        segments = self._segments()
+        return sum(len(s.rows) for s in segments), sum(sum(map(len, s.rows)) for s in segments)

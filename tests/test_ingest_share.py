@@ -1,0 +1,159 @@
+"""Flushes that take a share of the tables (issue 11.16; connectors/postgres/handover.py, ingest/pacing.py).
+
+When the writer cannot write every table with changes within about half a commit interval, each flush takes the
+tables whose changes waited longest and leaves the others buffered. The worker here is made to take three tables
+per flush while a workload keeps twelve tables busy, with transactions that span tables. Then: every lake table
+equals its source row by row, no transaction is split between two flushes, and a worker that dies with tables
+left behind in its buffers loses nothing (the position it confirmed stays before their changes) and duplicates
+nothing when the next one starts.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import psycopg
+import pytest
+
+from lakegate.connectors.postgres import handover
+from lakegate.connectors.postgres.cdc import Flush
+from lakegate.ingest import pacing
+from lakegate.ingest.worker import Worker
+from tests.lakehelp import assert_lake_equals_source, make_settings, running_worker, wait_caught_up
+
+TABLES = [f"t{i:02d}" for i in range(12)]
+SHARE = 3
+
+
+def _setup(pg: psycopg.Connection) -> None:
+    for name in TABLES:
+        pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v int NOT NULL, note text)")
+        pg.execute(f"INSERT INTO {name} SELECT g, g, 'first' FROM generate_series(1, 50) g")
+
+
+def _workload(dsn: str, transactions: int, seed: int, stop: threading.Event) -> None:
+    """Single-table inserts, updates and deletes, and every seventh transaction over two or three tables."""
+    rng = random.Random(seed)
+    next_id = 1000 * (seed + 1)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for n in range(transactions):
+            if stop.is_set():
+                return
+            names = rng.sample(TABLES, rng.choice([2, 3])) if n % 7 == 0 else [rng.choice(TABLES)]
+            with conn.transaction():
+                for name in names:
+                    next_id += 1
+                    conn.execute(f"INSERT INTO {name} VALUES (%s, %s, 'new')", (next_id, n))
+                    conn.execute(
+                        f"UPDATE {name} SET v = v + 1, note = 'updated' WHERE id = %s", (rng.randint(1, 60),)
+                    )
+                    if rng.random() < 0.3:
+                        conn.execute(f"DELETE FROM {name} WHERE id = %s", (rng.randint(1, 60),))
+
+
+@pytest.fixture
+def shares(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The worker takes at most SHARE tables per flush (plus those sharing a transaction with them); records
+    (tables with changes, tables taken) of every hand-over that left tables behind."""
+    monkeypatch.setattr(pacing.Pace, "most", lambda self: SHARE)
+    seen: list[tuple[int, int]] = []
+    original = handover.oldest_first
+
+    def recording(buffers: Any, most: int) -> set[Any]:
+        chosen = original(buffers, most)
+        waiting = sum(1 for b in buffers.values() if b)
+        if len(chosen) < waiting:
+            seen.append((waiting, len(chosen)))
+        return chosen
+
+    monkeypatch.setattr(handover, "oldest_first", recording)
+    return seen
+
+
+def _transactions(flushes: list[Flush]) -> dict[int, set[int]]:
+    """Commit LSN -> the flushes (by number) that carried changes of it."""
+    carried: dict[int, set[int]] = {}
+    for number, flush in enumerate(flushes):
+        for segment in flush.segments:
+            for lsn in set(segment.lsns):
+                carried.setdefault(lsn, set()).add(number)
+    return carried
+
+
+def _record(worker: Worker) -> list[Flush]:
+    flushes: list[Flush] = []
+    worker.on_flush = flushes.append
+    return flushes
+
+
+def test_flushes_of_a_share_of_the_tables_keep_every_table_exact(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir: Any, shares: list[tuple[int, int]]
+) -> None:
+    _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, [f"public.{n}" for n in TABLES], commit_interval="0.1s")
+    stop = threading.Event()
+    with running_worker(settings) as worker:
+        flushes = _record(worker)
+        wait_caught_up(pg)
+        load = [threading.Thread(target=_workload, args=(pg_dsn, 150, seed, stop)) for seed in range(3)]
+        for thread in load:
+            thread.start()
+        for thread in load:
+            thread.join(120)
+        wait_caught_up(pg)
+    assert shares, "no flush left tables behind: the test did not exercise shares"
+    assert all(taken < waiting for waiting, taken in shares)
+    split = {lsn: numbers for lsn, numbers in _transactions(flushes).items() if len(numbers) > 1}
+    assert not split, f"transactions split between flushes: {split}"
+    for name in TABLES:
+        assert_lake_equals_source(pg, settings, f"public.{name}")
+
+
+def test_a_worker_that_dies_with_tables_left_behind_loses_nothing(
+    pg: psycopg.Connection,
+    pg_dsn: str,
+    lake_dir: Any,
+    shares: list[tuple[int, int]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _setup(pg)
+    settings = make_settings(pg_dsn, lake_dir, [f"public.{n}" for n in TABLES], commit_interval="0.1s")
+    stop = threading.Event()
+    confirmed_with_backlog = threading.Event()
+    original_confirm = Worker._confirm
+
+    def confirm(self: Worker, source: Any, flush: Flush) -> None:
+        original_confirm(self, source, flush)
+        if shares and source.pending[0] > 0 and flush.ack is not None:
+            confirmed_with_backlog.set()  # a share was confirmed while other tables held changes
+
+    original_write = Worker._write
+
+    def write(self: Worker, flush: Flush, source: Any) -> None:
+        if confirmed_with_backlog.is_set():
+            raise RuntimeError("the worker dies here (test)")  # buffers and this flush are lost
+        original_write(self, flush, source)
+
+    monkeypatch.setattr(Worker, "_confirm", confirm)
+    monkeypatch.setattr(Worker, "_write", write)
+    load = [threading.Thread(target=_workload, args=(pg_dsn, 200, seed, stop)) for seed in range(3)]
+    with pytest.raises(RuntimeError, match="dies here"), running_worker(settings) as worker:
+        wait_caught_up(pg)
+        for thread in load:
+            thread.start()
+        deadline = time.monotonic() + 120
+        while not confirmed_with_backlog.is_set() or worker.streaming.is_set():
+            assert time.monotonic() < deadline, "no share was confirmed while other tables waited"
+            time.sleep(0.05)  # until the worker died (it stops streaming) after such a confirmation
+    stop.set()
+    for thread in load:
+        thread.join(120)
+    monkeypatch.setattr(Worker, "_write", original_write)
+    monkeypatch.setattr(Worker, "_confirm", original_confirm)
+    with running_worker(settings):
+        wait_caught_up(pg)
+    for name in TABLES:
+        assert_lake_equals_source(pg, settings, f"public.{name}")
