@@ -18,8 +18,8 @@ _WEIGHT = 0.3  #: of the latest flush in the running estimate of seconds per tab
 
 
 class Pace:
-    def __init__(self, interval: float, budget: float = FLUSH_BUDGET) -> None:
-        self.budget = budget * interval
+    def __init__(self, interval: float, budget: float | None = None) -> None:
+        self.budget = (FLUSH_BUDGET if budget is None else budget) * interval
         self.per_table: float | None = None  #: seconds of a flush per table written, recent flushes weighted
 
     def wrote(self, tables: int, seconds: float) -> None:
