@@ -1,25 +1,31 @@
 """How many tables the next flush takes (issue 11.16; see :mod:`lakegate.connectors.postgres.handover`).
 
-A flush should last about ``FLUSH_BUDGET`` of ``commit_interval``: the writer's recent seconds per table say how
-many tables fit. When all tables with changes fit, a flush takes them all, as before; when they do not (hundreds
-of busy tables), each flush takes the share whose changes have waited longest, and the consistent cut moves on
-after every such flush instead of after one long flush of every table.
+When the writer's recent seconds per table say that every table with changes fits in ``commit_interval``, a flush
+takes them all, as before. When they do not (hundreds of busy tables), each flush takes ``1 / SHARES`` of them,
+those whose changes have waited longest, and the consistent cut moves on after every such flush instead of after
+one long flush of every table: a change waits about one round of all tables plus one share, instead of up to two
+whole flushes.
 
-Why a half: a change waits about one round of all tables plus one flush (it may arrive just after its table's
-flush began), and each flush has a fixed cost of its own (the catalog swap, the cut, the confirmation: tens of
-milliseconds), so shorter flushes make the wait for the flush shorter and the round longer. Measured with
-``bench/ingest.py --only-tables`` (README, Many tables).
+Why a fixed fraction and not a time budget per flush: a table's commit costs more the more changes it carries,
+and those grow with the round; flushes sized by time took fewer and fewer tables, and each flush has a cost of
+its own (handing over, the catalog swap, the cut: tens of milliseconds, more on a busy machine) that then
+lengthened the round (measured: 200 tables, a budget of half a second, 61 tables per flush falling to 18 in
+ten seconds). With ``SHARES`` flushes per round the round grows by ``SHARES`` such costs and the wait for the
+flush is a quarter of a whole one. Measured with ``bench/ingest.py --only-tables`` (README, Many tables).
 """
 
 from __future__ import annotations
 
-FLUSH_BUDGET = 0.5  #: of ``commit_interval``: how long a flush should last when not every table fits
+import math
+
+SHARES = 4  #: flushes per round of all tables with changes, when one flush of all of them does not fit
 _WEIGHT = 0.3  #: of the latest flush in the running estimate of seconds per table
 
 
 class Pace:
-    def __init__(self, interval: float, budget: float | None = None) -> None:
-        self.budget = (FLUSH_BUDGET if budget is None else budget) * interval
+    def __init__(self, interval: float, shares: int | None = None) -> None:
+        self.interval = interval
+        self.shares = SHARES if shares is None else shares
         self.per_table: float | None = None  #: seconds of a flush per table written, recent flushes weighted
 
     def wrote(self, tables: int, seconds: float) -> None:
@@ -30,8 +36,8 @@ class Pace:
         known = self.per_table
         self.per_table = latest if known is None else (1 - _WEIGHT) * known + _WEIGHT * latest
 
-    def most(self) -> int | None:
-        """How many tables the next flush may take (None: as many as have changes; nothing measured yet)."""
-        if self.per_table is None or self.per_table <= 0:
+    def most(self, waiting: int) -> int | None:
+        """How many of the ``waiting`` tables with changes the next flush takes (None: all of them)."""
+        if self.per_table is None or self.shares <= 1 or waiting * self.per_table <= self.interval:
             return None
-        return max(1, int(self.budget / self.per_table))
+        return max(1, math.ceil(waiting / self.shares))

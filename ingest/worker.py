@@ -343,15 +343,15 @@ class Worker:
             committer.close()
 
     def _share(self, source: PostgresSource) -> int | None:
-        """How many tables the next flush takes (None: all with changes). All of them when stopping, while a
-        transaction is staged in the lake (its flushes must reach its end), and when the buffers are half full
-        (memory); otherwise as many as the writer writes in ``FLUSH_BUDGET`` of ``commit_interval``."""
+        """How many tables the next flush takes (None: all with changes; see ingest.pacing). All of them when
+        stopping, while a transaction is staged in the lake (its flushes must reach its end), and when the
+        buffers are half full (memory)."""
         if self.stopping.is_set() or any(t.staged_lsn is not None for t in self.lake.values()):
             return None
         rows, nbytes = source.pending
         if rows * 2 >= self.cfg.max_batch_rows or nbytes * 2 >= self.cfg.max_batch_bytes:
             return None
-        return self.pace.most()
+        return self.pace.most(source.waiting())
 
     def _confirm(self, source: PostgresSource, flush: Flush) -> None:
         """A flush is durable in the lake: skip it on reconnect, confirm its LSN to PostgreSQL."""

@@ -67,3 +67,17 @@ def test_a_table_holding_several_segments_is_judged_by_its_first() -> None:
     a.append(OP_INSERT, b"", 40, 9, 0)
     assert a.first_lsn == 30 and a.lsns().tolist() == [30, 40] and a.size() == (2, 0)
     assert _names(handover.oldest_first(buffers, 1)) == {"b"}
+
+
+def test_the_pace_takes_a_share_only_when_all_tables_do_not_fit() -> None:
+    from lakegate.ingest.pacing import Pace
+
+    pace = Pace(interval=1.0, shares=4)
+    assert pace.most(200) is None  # nothing measured yet: all
+    pace.wrote(200, 2.4)  # 12 ms a table: 200 tables take 2.4 s, more than the interval
+    assert pace.most(200) == 50
+    assert pace.most(201) == 51  # a round of at most four flushes
+    assert pace.most(80) is None  # 0.96 s: they fit
+    pace.wrote(10, 0.05)  # cheaper now: the estimate follows, weighted
+    assert pace.per_table is not None and 0.005 < pace.per_table < 0.012
+    assert Pace(interval=1.0, shares=1).most(1000) is None

@@ -58,7 +58,7 @@ def _workload(dsn: str, transactions: int, seed: int, stop: threading.Event) -> 
 def shares(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """The worker takes at most SHARE tables per flush (plus those sharing a transaction with them); records
     (tables with changes, tables taken) of every hand-over that left tables behind."""
-    monkeypatch.setattr(pacing.Pace, "most", lambda self: SHARE)
+    monkeypatch.setattr(pacing.Pace, "most", lambda self, waiting: SHARE)
     seen: list[tuple[int, int]] = []
     original = handover.oldest_first
 

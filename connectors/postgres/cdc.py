@@ -516,6 +516,10 @@ class PostgresSource:
         """Rows and bytes buffered (what ``poll``'s limits count)."""
         return self._pending_rows, self._pending_bytes
 
+    def waiting(self) -> int:
+        """How many tables have changes buffered."""
+        return sum(1 for table in self.tables.values() if table.buffer)
+
     def fail_table(self, ref: TableRef, lsn: int) -> None:
         """Stop ``ref`` at the transaction with commit LSN ``lsn``: its later changes are dropped and nothing
         from that transaction on is confirmed, so a restart sees the change again."""
