@@ -284,6 +284,7 @@ class PostgresSource:
         get = pgconn.get_copy_data
         handle = self._handle
         since_check = 0
+        due = False  #: the deadline or ``stop()`` came inside a transaction: stop at its end
         while self._pending_rows < max_rows and self._pending_bytes < max_bytes:
             try:
                 nbytes, data = get(1)
@@ -295,6 +296,8 @@ class PostgresSource:
                     handle(data)
                 else:
                     self._keepalive(bytes(data))
+                if due and not self._in_txn:
+                    break  # not 512 messages later: most checks land inside a transaction (issue 11.16)
                 since_check += 1
                 if since_check < 512:
                     continue
@@ -303,8 +306,10 @@ class PostgresSource:
             since_check = 0
             tick()
             now = time.monotonic()
-            if (now >= deadline or stop()) and not self._in_txn:
-                break
+            if now >= deadline or stop():
+                if not self._in_txn:
+                    break
+                due = True
             if now - self._last_status >= STATUS_INTERVAL:
                 self._send_status()
                 self.check_session()
