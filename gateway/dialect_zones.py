@@ -241,7 +241,9 @@ def _zone_free(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if name == "age" and len(args) == 2 and all(_is_tz(types.of(a)) for a in args):
         # timestamptz_age subtracts the local fields of both and ignores their offsets
         return call("age", local(args[0].copy(), types.zone), local(args[1].copy(), types.zone))
-    if isinstance(node, exp.GenerateSeries | exp.ExplodingGenerateSeries):
+    if isinstance(node, exp.GenerateSeries | exp.ExplodingGenerateSeries) and any(
+        _is_tz(types.of(end)) for end in (node.args.get("start"), node.args.get("end")) if end is not None
+    ):
         step = node.args.get("step")
         if step is not None and _interval_kind(step) == "clock":
             return node  # steps of hours and less: instants plus microseconds, as in any zone
@@ -252,16 +254,20 @@ def _zone_free(node: exp.Expr, types: Typer) -> exp.Expr | None:
 
 def _local_series(node: exp.Expr, step: exp.Expr, zone: str) -> exp.Expr | None:
     """``FROM generate_series(a, b, days or months) AS g``: the table macro ``pg_series_local`` (local times in
-    ``zone``, stepped as PostgreSQL steps them); its one column named as PostgreSQL names it."""
+    ``zone``, stepped as PostgreSQL steps them), its one column named as PostgreSQL names it; in a select list
+    the rows of the list ``pg_series_local_list``."""
+    start, end = node.args.get("start"), node.args.get("end")
+    assert start is not None and end is not None
+    arguments = [start.copy(), end.copy(), step.copy(), exp.Literal.string(zone)]
     table = node.parent
+    if isinstance(node, exp.GenerateSeries):  # in a select list: the rows of a list
+        return exp.Unnest(expressions=[call("pg_series_local_list", *arguments)])
     if not isinstance(table, exp.Table) or node.arg_key != "this":
-        return None  # in a select list: refused as before
+        return None
     alias = table.args.get("alias")
     if isinstance(alias, exp.TableAlias) and alias.this is not None and not alias.columns:
         alias.set("columns", [exp.to_identifier(alias.name)])
-    start, end = node.args.get("start"), node.args.get("end")
-    assert start is not None and end is not None
-    return call("pg_series_local", start.copy(), end.copy(), step.copy(), exp.Literal.string(zone))
+    return call("pg_series_local", *arguments)
 
 
 def _arguments(node: exp.Expr) -> list[exp.Expr]:

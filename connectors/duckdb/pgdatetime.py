@@ -1,8 +1,8 @@
 """PostgreSQL's interval and timestamp functions DuckDB lacks, as DuckDB macros of the gateway's engine:
 ``justify_hours``, ``justify_days``, ``justify_interval`` (under their own names), ``pg_date_bin`` and
 ``pg_overlaps`` (:mod:`lakegate.gateway.dialect_datetime` rewrites ``date_bin`` and ``OVERLAPS`` to them), and
-the table macro ``pg_series_local`` (``generate_series`` of timestamptz by days or months in a session time zone,
-:mod:`lakegate.gateway.dialect_zones`).
+the table macro ``pg_series_local`` and the list ``pg_series_local_list`` (``generate_series`` of timestamptz by
+days or months in a session time zone, in FROM and in a select list: :mod:`lakegate.gateway.dialect_zones`).
 
 They follow PostgreSQL's ``timestamp.c`` step by step: an interval is its three fields (months, days,
 microseconds; DuckDB keeps them apart as PostgreSQL does), whole days and months are truncated toward zero and
@@ -80,6 +80,14 @@ MACROS: tuple[str, ...] = (
     "route does not: run the query on a PostgreSQL source') END AS generate_series "
     "FROM generate_series(timezone(z, a), timezone(z, b) + INTERVAL 1 DAY, step) AS s(w) "
     "WHERE CASE WHEN w = timezone(z, a) THEN a ELSE timezone(z, w) END <= b",
+    # the same as a list, for generate_series in a select list (UNNEST of it)
+    "CREATE MACRO pg_series_local_list(a, b, step, z) AS list_transform(list_filter(generate_series("
+    "timezone(z, a), timezone(z, b) + INTERVAL 1 DAY, step), "
+    "lambda w: CASE WHEN w = timezone(z, a) THEN a ELSE timezone(z, w) END <= b), "
+    "lambda w: CASE WHEN w = timezone(z, a) THEN a WHEN timezone(z, timezone(z, w)) = w THEN timezone(z, w) "
+    "ELSE error('generate_series() in time zone ' || z || ' reaches the local time ' || CAST(w AS VARCHAR) || "
+    "', which a change to daylight-saving time skips; PostgreSQL steps on from the moved time, which the lake "
+    "route does not: run the query on a PostgreSQL source') END)",
 )
 
 
