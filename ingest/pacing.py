@@ -19,6 +19,9 @@ from __future__ import annotations
 import math
 
 SHARES = 4  #: flushes per round of all tables with changes, when one flush of all of them does not fit
+#: seconds per table assumed before the first flush is measured (about this machine's cost of a small commit of
+#: both tables): the first flush of hundreds of busy tables is a share too, not seconds of all of them
+PRIOR = 0.01
 _WEIGHT = 0.3  #: of the latest flush in the running estimate of seconds per table
 
 
@@ -38,6 +41,7 @@ class Pace:
 
     def most(self, waiting: int) -> int | None:
         """How many of the ``waiting`` tables with changes the next flush takes (None: all of them)."""
-        if self.per_table is None or self.shares <= 1 or waiting * self.per_table <= self.interval:
+        per_table = PRIOR if self.per_table is None else self.per_table
+        if self.shares <= 1 or waiting * per_table <= self.interval:
             return None
         return max(1, math.ceil(waiting / self.shares))

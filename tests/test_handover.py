@@ -73,7 +73,11 @@ def test_the_pace_takes_a_share_only_when_all_tables_do_not_fit() -> None:
     from lakegate.ingest.pacing import Pace
 
     pace = Pace(interval=1.0, shares=4)
-    assert pace.most(200) is None  # nothing measured yet: all
+    assert pace.most(20) is None  # nothing measured yet: 10 ms a table assumed, they fit
+    assert pace.most(200) == 50  # they do not
+    pace.wrote(20, 0.06)  # 3 ms a table measured
+    assert pace.most(200) is None
+    pace = Pace(interval=1.0, shares=4)
     pace.wrote(200, 2.4)  # 12 ms a table: 200 tables take 2.4 s, more than the interval
     assert pace.most(200) == 50
     assert pace.most(201) == 51  # a round of at most four flushes
