@@ -390,8 +390,8 @@ class Worker:
         Tables commit side by side (``COMMIT_THREADS`` at once): a commit mostly waits for files and the catalog,
         and a worker with hundreds of tables would otherwise spend each flush on them one after another. With
         the SQL catalog every table's new version becomes visible in one catalog transaction at the end
-        (:mod:`~lakegate.connectors.iceberg.flushcatalog`): all of the flush, or none of it. The flush is
-        confirmed only once every table has committed, as before."""
+        (:mod:`~lakegate.connectors.iceberg.flushcatalog`): all of the flush, or none of it, and the consistent
+        cut with it. The flush is confirmed only once every table has committed, as before."""
         by_table: dict[TableRef, list[Segment]] = {}
         for segment in flush.segments:
             by_table.setdefault(segment.ref, []).append(segment)
@@ -401,6 +401,7 @@ class Worker:
         jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
         self._written_refs = [ref for ref, _ in jobs]
         began = time.perf_counter()
+        cut_staged = False
         with flushcatalog.flush(self.catalog):
             if len(jobs) <= 1:
                 for ref, segments in jobs:
@@ -410,6 +411,12 @@ class Worker:
                 concurrent.futures.wait(futures)
                 for future in futures:
                     future.result()  # the first failure, once no commit of this flush is still running
+            if flush.ack is not None and flush.ack > self._cut_recorded[0]:
+                # the cut moves in the transaction that makes the flush visible (see connectors.iceberg.cut), not
+                # after it is handed back: readers see the flush at once; _confirm then finds it recorded
+                cut_staged = cut.stage(self.catalog, self.src.name, {ref.schema for ref in self.lake}, flush.ack)
+        if cut_staged and flush.ack is not None:
+            self._cut_recorded = (flush.ack, time.monotonic())
         self.pace.wrote(len(jobs), time.perf_counter() - began)
 
     def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:

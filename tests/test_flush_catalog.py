@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from lakegate.connectors.errors import CommitConflict
-from lakegate.connectors.iceberg import flushcatalog
+from lakegate.connectors.iceberg import cut, flushcatalog
 from lakegate.connectors.iceberg.catalog import open_catalog
 
 
@@ -62,6 +62,36 @@ def test_a_table_moved_by_another_writer_fails_the_whole_flush(catalogs) -> None
     assert a.metadata_location == other.load_table("public.a").metadata_location, "the writer reads a again"
     a.append(_rows(3))  # and commits on what the catalog holds
     assert _ids(other, "public.a") == [1, 3]
+
+
+def test_the_cut_staged_in_a_flush_becomes_visible_with_its_tables(catalogs) -> None:  # type: ignore[no-untyped-def]
+    writer, other = catalogs
+    writer.update_namespace_properties("public", updates={cut.PREFIX + "pg": "100"})  # an earlier cut
+    a = writer.load_table("public.a")
+    assert not cut.stage(writer, "pg", ["public"], 200), "outside a flush the caller records it itself"
+    with flushcatalog.flush(writer):
+        assert not cut.stage(writer, "pg", ["public"], 200), "a flush that staged no table has no transaction"
+        a.append(_rows(2))
+        assert cut.stage(writer, "pg", ["public"], 200)
+        assert cut.parse(other.load_namespace_properties("public")) == {"pg": 100}, "not before the tables"
+        assert _ids(other, "public.a") == [1]
+    assert cut.parse(other.load_namespace_properties("public")) == {"pg": 200}
+    assert _ids(other, "public.a") == [1, 2]
+    props = other.load_namespace_properties("public")
+    assert sum(key.startswith(cut.PREFIX) for key in props) == 1, props
+
+
+def test_a_flush_that_fails_leaves_the_cut_where_it_was(catalogs) -> None:  # type: ignore[no-untyped-def]
+    writer, other = catalogs
+    writer.update_namespace_properties("public", updates={cut.PREFIX + "pg": "100"})
+    a, b = writer.load_table("public.a"), writer.load_table("public.b")
+    with pytest.raises(CommitConflict), flushcatalog.flush(writer):
+        a.append(_rows(2))
+        b.append(_rows(20))
+        assert cut.stage(writer, "pg", ["public"], 300)
+        other.load_table("public.b").append(_rows(99))  # another process moves b: the swap rolls back
+    assert cut.parse(other.load_namespace_properties("public")) == {"pg": 100}
+    assert _ids(other, "public.a") == [1]
 
 
 def test_a_commit_planned_before_another_writer_moved_the_table_is_planned_again(catalogs) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,9 @@ which is below the end of that transaction); a reader that takes, for each table
 below the cut reads all of them at one source position (:func:`snapshot_at`).
 
 Namespace properties live in the catalog, so every catalog holds the cut, and a lake without one (written before
-it existed, or while no flush has finished yet) is read as it is.
+it existed, or while no flush has finished yet) is read as it is. With the SQL catalog the worker writes the cut
+in the same catalog transaction that makes the flush's tables visible (:func:`stage`): readers see the new cut at
+the very moment they can see the tables, not after a second transaction (issue 11.16, freshness).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from lakegate.connectors.errors import LakeError
+from lakegate.connectors.iceberg import flushcatalog
 from lakegate.connectors.iceberg.commits import PROP_LSN
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,15 @@ def record(catalog: Catalog, source: str, namespaces: Iterable[str], lsn: int) -
             catalog.update_namespace_properties(namespace, updates={PREFIX + source: value})
     except Exception as exc:  # whatever the catalog implementation raises
         raise LakeError(f"cannot record the consistent cut of source {source!r} in the lake: {exc}") from exc
+
+
+def stage(catalog: Catalog, source: str, namespaces: Iterable[str], lsn: int) -> bool:
+    """Inside a flush of the SQL catalog (:func:`.flushcatalog.flush`): record the cut in the flush's own
+    transaction, visible with its tables, and True; False when the catalog cannot (commits table by table, or
+    the flush stages no table): :func:`record` it once the flush is committed."""
+    if not isinstance(catalog, flushcatalog.FlushCatalog):
+        return False
+    return catalog.stage_namespace_properties(sorted(set(namespaces)), {PREFIX + source: str(lsn)})
 
 
 def parse(properties: dict[str, str]) -> dict[str, int]:

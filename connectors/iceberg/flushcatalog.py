@@ -33,13 +33,13 @@ import contextlib
 import functools
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
+from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io import FileIO
 from pyiceberg.serializers import Compressor
@@ -49,7 +49,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import TableRequirement, TableUpdate, _update_table_metadata_log
 from pyiceberg.typedef import EMPTY_DICT, Properties
 from pyiceberg.utils.config import Config
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from lakegate.connectors.errors import CommitConflict, LakeError
@@ -113,6 +113,14 @@ _SWAP = (
     )
     .values(metadata_location=bindparam("after"), previous_metadata_location=bindparam("before"))
 )  #: one table's optimistic pointer swap, built once
+_PROPERTY_DROP = delete(IcebergNamespaceProperties).where(
+    IcebergNamespaceProperties.catalog_name == bindparam("c"),
+    IcebergNamespaceProperties.namespace == bindparam("ns"),
+    IcebergNamespaceProperties.property_key == bindparam("k"),
+)
+_PROPERTY_ADD = insert(IcebergNamespaceProperties).values(
+    catalog_name=bindparam("c"), namespace=bindparam("ns"), property_key=bindparam("k"), property_value=bindparam("v")
+)  #: a namespace property set as pyiceberg's ``update_namespace_properties`` does (no portable upsert)
 _GATES_GUARD = threading.Lock()
 
 
@@ -143,6 +151,7 @@ class _Flush:
     staged: dict[tuple[str, str], _Staged] = field(default_factory=dict)
     tables: list[Table] = field(default_factory=list)  #: the Table objects that hold staged metadata
     old_metadata: list[tuple[FileIO, TableMetadata, TableMetadata]] = field(default_factory=list)
+    properties: dict[tuple[str, str], str] = field(default_factory=dict)  #: (namespace, key) -> value, set with it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -194,6 +203,22 @@ class FlushCatalog(SqlCatalog):
         """Whether a flush is being staged (its commits become visible together when it ends)."""
         return self._flush is not None
 
+    def stage_namespace_properties(self, namespaces: Iterable[str], updates: dict[str, str]) -> bool:
+        """Set ``updates`` on each of ``namespaces`` in the flush's own catalog transaction, so that they become
+        visible exactly when its tables do (the consistent cut, :func:`.cut.stage`). False outside a flush, or in
+        a flush that stages no table (it has no transaction of its own): the caller sets them on its own then.
+        The namespaces must exist (they hold the flush's tables)."""
+        staged = self._flush
+        if staged is None:
+            return False
+        with staged.lock:
+            if not staged.swaps:
+                return False
+            for namespace in namespaces:
+                for key, value in updates.items():
+                    staged.properties[(namespace, key)] = value
+        return True
+
     def _pointers(self, key: tuple[str, str] | None = None) -> dict[tuple[str, str], str]:
         """The metadata location of every table of the catalog (or of ``key``)."""
         stmt = select(
@@ -214,6 +239,10 @@ class FlushCatalog(SqlCatalog):
             {"c": self.name, "ns": namespace, "n": name, "before": before, "after": after}
             for (namespace, name), before, after in staged.swaps
         ]
+        properties = [
+            {"c": self.name, "ns": namespace, "k": key, "v": value}
+            for (namespace, key), value in sorted(staged.properties.items())
+        ]
         try:
             with self.engine.begin() as conn:  # one transaction: every table of the flush, or none
                 if self.engine.dialect.supports_sane_multi_rowcount:
@@ -224,6 +253,9 @@ class FlushCatalog(SqlCatalog):
                     swapped = sum(conn.execute(_SWAP, row).rowcount for row in rows)
                 if swapped < len(rows):
                     raise _Moved  # rolls the transaction back
+                if properties:
+                    conn.execute(_PROPERTY_DROP, properties)
+                    conn.execute(_PROPERTY_ADD, properties)
         except _Moved:
             raise self._conflict(staged) from None
         except SQLAlchemyError as exc:
