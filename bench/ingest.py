@@ -295,6 +295,7 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
     interval = per_txn / rate / tables  # between two transactions, over all tables
     next_id = dict.fromkeys(names, 1000)
     sent = 0
+    cpu_before = worker.rss.proc.cpu_times()  # the worker's CPU over the load: less noisy than its latencies
     with psycopg.connect(dsn, autocommit=True) as conn:
         start_lsn = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
         began = tick = time.monotonic()
@@ -312,6 +313,8 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
                 behind = max(behind, -lag)
         load_end = time.monotonic()
         caught_up = watch.wait_past(conn, "lakegate_many") - load_end
+        cpu_after = worker.rss.proc.cpu_times()
+        busy = time.monotonic() - began
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
     delays = [d for name in names for d in watch.delays(catalog, f"public.{name}", start_lsn)]
@@ -326,6 +329,9 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
         "generator_behind": behind,
         "catch_up": caught_up,
         "rss": rss,
+        "cpu_user": (cpu_after.user - cpu_before.user) / busy,
+        "cpu_system": (cpu_after.system - cpu_before.system) / busy,
+        "cpu_per_change": (cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system) / (sent * per_txn),
     }
 
 
@@ -348,6 +354,12 @@ def many_tables_rows(dsn: str, root: Path, args: argparse.Namespace) -> list[tup
             "",
         ),
         (f"worker peak RSS, {args.tables} tables", f"{many['rss'] / 2**20:,.0f} MiB", "", ""),
+        (
+            "worker CPU from the load's start until caught up",
+            f"{many['cpu_user'] + many['cpu_system']:.2f} cores",
+            f"of which the kernel's {many['cpu_system']:.2f}",
+            f"{many['cpu_per_change'] * 1e6:.0f} us per change",
+        ),
     ]
 
 
