@@ -221,3 +221,65 @@ def test_compaction_reads_files_from_before_a_schema_change(tmp_path: Path) -> N
     fresh = StateTable(catalog.load_table("public.t"), state.key)
     kept, rebuilt = _locations(state), _locations(fresh)
     assert np.array_equal(kept[0], rebuilt[0]) and kept[1] == rebuilt[1], "the index drifted from the lake"
+
+
+def test_the_rows_kept_for_compaction_are_exactly_the_files_rows(tmp_path: Path) -> None:
+    """Issue 11.16: compaction takes the rows of the small files this process wrote from memory (rowcache). Every
+    kept entry must be the file's rows as Parquet holds them, in order (positions are what deletes name); a
+    compaction that uses them must leave the same table as one that reads every file back; an entry kept under
+    another schema is not used."""
+    from lakegate.connectors.iceberg import filereads, rowcache
+
+    rowcache.clear()
+    catalogs = {}
+    for twin in ("kept", "read"):
+        (tmp_path / twin).mkdir()
+        catalogs[twin] = _catalog(tmp_path / twin)
+    states = {twin: _create(catalogs[twin], "t", COLUMNS) for twin in catalogs}
+    models = {twin: Model(COLUMNS, seed=31) for twin in catalogs}
+    names = [c.name for c in COLUMNS]
+    reads = {"n": 0}
+    real_read = filereads.read_current
+
+    def counted(*args: Any) -> Any:
+        reads["n"] += 1
+        return real_read(*args)
+
+    compacted = 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(filereads, "read_current", counted)
+        for step in range(24):
+            for twin, state in states.items():
+                state.commit(models[twin].batch(60), {"lakegate.lsn": str(step)})
+            checked = 0
+            for path, (schema_id, rows, _) in list(rowcache._ROWS.items()):
+                table = next(s.table for s in states.values() if path.startswith(s.table.location()))
+                assert schema_id == table.metadata.current_schema_id
+                data_file = next(
+                    (t.file for t in table.scan().plan_files() if t.file.file_path == path), None
+                )
+                if data_file is None:
+                    continue  # compacted away since
+                on_disk = real_read(table, data_file, np.empty(0, np.int64))
+                assert on_disk is not None and on_disk.equals(rows), f"step {step}: {path} differs from its kept rows"
+                checked += 1
+            assert checked, f"step {step}: nothing kept to check"
+            if step % 4 == 3:
+                before = reads["n"]
+                compacted += bool(compaction.compact(states["kept"], {"lakegate.lsn": str(step)}, EAGER))
+                assert reads["n"] == before, "compaction read a file this process had just written"
+                for path in list(rowcache._ROWS):  # the twin compacts from the files
+                    if path.startswith(states["read"].table.location()):
+                        rowcache.forget([path])
+                compaction.compact(states["read"], {"lakegate.lsn": str(step)}, EAGER)
+            for twin, state in states.items():
+                _assert_same(
+                    arrow_rows(state.table.scan().to_arrow(), names), models[twin].expected(), f"{twin}, step {step}"
+                )
+    assert compacted >= 4
+    _assert_same(arrow_rows(duckdb_alone(states["kept"].table, tmp_path), names), models["kept"].expected(), "DuckDB")
+    path = next(iter(rowcache._ROWS))
+    schema_id = rowcache._ROWS[path][0]
+    assert rowcache.recall(path, schema_id) is not None
+    assert rowcache.recall(path, schema_id + 1) is None, "rows kept under another schema are not used"
+    rowcache.clear()

@@ -32,7 +32,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, Manif
 from pyiceberg.table import FileScanTask
 
 from lakegate.connectors.errors import LakeError
-from lakegate.connectors.iceberg import deletes, filereads, manifestcache, merge
+from lakegate.connectors.iceberg import deletes, filereads, leancommit, manifestcache, merge, rowcache
 from lakegate.connectors.iceberg.references import delete_unreferenced
 from lakegate.connectors.iceberg.rowdelta import RowDelta, transaction
 from lakegate.connectors.iceberg.state import StateTable, stream_rows
@@ -93,7 +93,7 @@ def _layout(state: StateTable) -> _Layout:
     layout = _Layout([])
     data: list[ManifestEntry] = []
     committed: dict[str, int] = {}  #: delete file path -> its sequence number
-    for manifest in snapshot.manifests(table.io):
+    for manifest in leancommit.manifests_of(table.io, snapshot):
         for entry in manifestcache.entries(table.io, manifest):
             if manifest.content == ManifestContent.DATA:
                 data.append(entry)
@@ -188,12 +188,17 @@ def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) ->
     through pyiceberg's scan otherwise."""
     table = state.table
     target = merge.arrow_schema(table.schema())
+    schema_id = table.metadata.current_schema_id
     parts: list[pa.Table] = [merge.empty_table(target)]
     others: list[FileScanTask] = []
     for task in tasks:
         path = task.file.file_path
         gone = [deletes.for_file(layout.positions[d.file_path], path).to_numpy() for d in task.delete_files]
         deleted = np.concatenate(gone) if gone else np.empty(0, np.int64)
+        kept = rowcache.recall(path, schema_id)  # written by this process moments ago: not read back
+        if kept is not None and kept.num_rows == task.file.record_count:
+            parts.append(filereads.without(pa.Table.from_arrays(kept.columns, schema=target), deleted))
+            continue
         rows = filereads.read_current(table, task.file, deleted)
         if rows is None:
             others.append(task)
@@ -252,6 +257,7 @@ def compact(
         log.info("%s: compaction lost a race (%s); the next round tries again", state.name, exc)
         state.invalidate()
         return Result()
+    rowcache.forget(sorted(rewritten))
     if index:
         state.adopt()
         if rows is not None:

@@ -89,7 +89,11 @@ def read_current(table: Table, data_file: DataFile, deleted: np.ndarray) -> pa.T
             return None
         data = parquet.read(use_threads=threaded(data_file))
     columns = [c if c.type == t.type else c.cast(t.type) for c, t in zip(data.columns, target, strict=True)]
-    rows = pa.Table.from_arrays(columns, schema=target)
+    return without(pa.Table.from_arrays(columns, schema=target), deleted)
+
+
+def without(rows: pa.Table, deleted: np.ndarray) -> pa.Table:
+    """``rows`` but those at the positions ``deleted``."""
     if len(deleted):
         rows = rows.filter(pa.array(~np.isin(np.arange(rows.num_rows), deleted)))
     return rows

@@ -25,7 +25,7 @@ from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import OP
 from lakegate.connectors.errors import CommitConflict, LakeError
-from lakegate.connectors.iceberg import deletes, filereads, keyindex, merge, staging
+from lakegate.connectors.iceberg import deletes, filereads, keyindex, merge, rowcache, staging
 from lakegate.connectors.iceberg.commits import guard_statistics
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 from lakegate.connectors.iceberg.keyindex import ABSENT, KeyIndex
@@ -408,4 +408,8 @@ def stream_rows(txn: Transaction, table: Table, rows: pa.Table) -> DataFileStrea
     except BaseException:
         stream.abort()
         raise
+    if len(stream.files) == 1:  # kept for this table's next compaction (see rowcache)
+        metadata = txn.table_metadata
+        if rows.schema.equals(merge.arrow_schema(metadata.schema())):
+            rowcache.remember(stream.files[0].file_path, metadata.current_schema_id, rows)
     return stream
