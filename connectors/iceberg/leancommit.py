@@ -46,6 +46,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     DataFile,
     DataFileContent,
@@ -124,12 +125,18 @@ def applicable(txn: Transaction, files: Sequence[DataFile], removes: bool = Fals
 
 
 def parent_manifests(txn: Transaction, snapshot: Snapshot | None) -> tuple[ManifestFile, ...]:
+    return manifests_of(txn._table.io, snapshot)
+
+
+def manifests_of(io: FileIO, snapshot: Snapshot | None) -> tuple[ManifestFile, ...]:
+    """``snapshot.manifests(io)``, each manifest list read once per process (and not at all when this process
+    wrote it): a compaction read its table's list three times."""
     if snapshot is None:
         return ()
     with _GUARD:
         known = _MANIFESTS.get(snapshot.manifest_list)
     if known is None:
-        known = tuple(snapshot.manifests(txn._table.io))
+        known = tuple(snapshot.manifests(io))
         _remember(snapshot.manifest_list, known)
     return known
 

@@ -99,26 +99,41 @@ class _OutputFile(AvroOutputFile[Any]):
 
     def __enter__(self) -> _OutputFile:
         self.buffer = bytearray()
+        self._pending = bytearray()  #: records of :meth:`write_block` not yet in a block
+        self._pending_count = 0
         self._write_header()
         return self
 
     def __exit__(self, exctype: type[BaseException] | None, *rest: object) -> None:
         if exctype is not None:
             return
+        self._close_block()
         data = bytes(self.buffer)
         target: Target = self.output_file  # type: ignore[assignment]
         localfiles.write(target.io, target.location, data, overwrite=True)  # as AvroOutputFile
         target.length = len(data)
 
     def write_block(self, objects: list[Any]) -> None:
-        """``AvroOutputFile.write_block`` with the records encoded by the compiled writer (:mod:`.avroencode`)."""
-        block = bytearray()
+        """``AvroOutputFile.write_block`` with the records encoded by the compiled writer (:mod:`.avroencode`).
+        pyiceberg's manifest writer calls it once per entry; the records are gathered into one block per file
+        (Avro puts any number of records in a block), deflated once instead of once per entry: a compaction
+        removing twenty files wrote twenty blocks."""
         for record in objects:
-            self._template.encode(block, record)
-        self.write_encoded(len(objects), block)
+            self._template.encode(self._pending, record)
+        self._pending_count += len(objects)
+
+    def _close_block(self) -> None:
+        if self._pending_count:
+            block, count = self._pending, self._pending_count
+            self._pending, self._pending_count = bytearray(), 0
+            self._write_block(count, block)
 
     def write_encoded(self, count: int, block: bytes | bytearray) -> None:
         """A block of ``count`` records already encoded: count, (compressed) size, bytes, sync marker."""
+        self._close_block()
+        self._write_block(count, block)
+
+    def _write_block(self, count: int, block: bytes | bytearray) -> None:
         codec = self._codec
         if codec:
             block, _ = codec.compress(bytes(block))
@@ -129,6 +144,7 @@ class _OutputFile(AvroOutputFile[Any]):
         buffer += self.sync_bytes
 
     def tell(self) -> int:
+        self._close_block()
         return len(self.buffer)
 
     def compression_codec(self) -> type[Codec] | None:
