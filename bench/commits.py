@@ -5,10 +5,12 @@ worker's committer does.
     python -m bench.commits [--tables 50] [--flushes 20] [--history 0] [--profile out.prof] [--compare]
 
 Prints, per flush, the wall time and the process's CPU time, and per table commit (change log + state table
-count as one table commit) the milliseconds of each. ``--history N`` first gives every table N snapshots (the
-cost of a commit grows with the snapshots a table keeps). ``--compare`` alternates blocks of five flushes
-committed the lean way (connectors.iceberg.leancommit, the default) and through pyiceberg's snapshot producers, in
-the same run on the same tables, and prints both. The machine may be shared: quote the load average with the figures.
+count as one table commit) the milliseconds of each, and the CPU of the state-table compactions the flushes left
+due (per compaction, and per table and flush; included in the flush figures). ``--history N`` first gives every
+table N snapshots (the cost of a commit grows with the snapshots a table keeps). ``--compare`` alternates blocks of five
+flushes committed the lean way (connectors.iceberg.leancommit, the default) and through pyiceberg's snapshot
+producers, in the same run on the same tables, and prints both. The machine may be shared: quote the load average
+with the figures.
 """
 
 from __future__ import annotations
@@ -92,14 +94,23 @@ def flush(lake: list[LakeTable], lsn: int, threads: int = 4, together: bool = Tr
         visible = time.perf_counter()
         due = [t for t in lake if t.compaction_due]
         if due:
+            cpu = time.process_time()
             with flushcatalog.flush(lake[0].catalog):
                 for t in due:
                     t.compact_due()
+            COMPACTIONS.append((len(due), time.process_time() - cpu))
         return visible
     _appends(lake, lsn, threads)
+    cpu, due = time.process_time(), sum(t.compaction_due for t in lake)
     for t in lake:
         t.compact_due()
+    if due:
+        COMPACTIONS.append((due, time.process_time() - cpu))
     return time.perf_counter()
+
+
+#: (compactions, their CPU seconds) of each flush that left some due (appended by :func:`flush`)
+COMPACTIONS: list[tuple[int, float]] = []
 
 
 def _appends(lake: list[LakeTable], lsn: int, threads: int) -> None:
@@ -149,6 +160,7 @@ def run(args: argparse.Namespace, root: Path) -> None:
         flush(lake, lsn, together=not args.per_table)
         lsn += 1
     profiler = cProfile.Profile() if args.profile else None
+    COMPACTIONS.clear()
     walls: dict[bool, list[float]] = {True: [], False: []}
     visible: dict[bool, list[float]] = {True: [], False: []}  #: until the flush is visible (no compactions)
     cpus: dict[bool, list[float]] = {True: [], False: []}
@@ -183,6 +195,13 @@ def run(args: argparse.Namespace, root: Path) -> None:
             f"{statistics.median(visible[lean]) * 1000:.0f}, the compactions it left due then run), "
             f"mean {cpu * 1000:.0f} ms CPU; per table (two commits) {wall * 1000 / args.tables:.1f} ms wall, "
             f"{cpu * 1000 / args.tables:.1f} ms CPU, of which {kernel * 1000 / args.tables:.1f} ms in the kernel"
+        )
+    count, seconds = sum(c for c, _ in COMPACTIONS), sum(s for _, s in COMPACTIONS)
+    if count:
+        print(
+            f"  compactions: {count} in {args.flushes} flushes, {seconds * 1000 / count:.1f} ms CPU each, "
+            f"{seconds * 1000 / args.flushes:.0f} ms CPU per flush "
+            f"({seconds * 1000 / args.flushes / args.tables:.2f} per table and flush)"
         )
 
 

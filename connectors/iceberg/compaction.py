@@ -5,7 +5,12 @@ and moves the key index along (rows that move get their new locations; nothing e
 
 - a data file whose deleted fraction reaches ``deleted_fraction`` (default 20 %) is rewritten without its deleted
   rows; one whose rows are all deleted is just removed;
-- small data files (under ``small_file``, default 8 MiB) are merged once there are ``min_small_files`` (16) of them;
+- small data files (under ``small_file``, default 8 MiB) are merged once there are ``min_small_files`` (16) of them,
+  by size tiers (in rows) as delete files are (below): the smallest first, a file joining while it is no larger
+  than those before it together, so a merged file is merged again only once as many rows of newer files come,
+  and a row is rewritten O(log n) times as its file grows to ``small_file``, not at every compaction (issue
+  11.16); at most ``min_small_files`` small files remain (a compaction by hand, ``lakegate maintain``, merges them
+  all);
 - delete files that reference only rewritten data files are removed; when more than ``max_delete_files`` (16)
   remain, the smaller ones are merged, tier by tier (a file is merged with the ones no larger than it together),
   so that a deleted position is rewritten O(log n) times, not at every merge; positions of data files no longer
@@ -127,18 +132,21 @@ def _layout(state: StateTable) -> _Layout:
     return layout
 
 
-def _pick_data_files(layout: _Layout, limits: Thresholds) -> list[FileScanTask]:
-    """Files past the deleted fraction (most deleted first), then small files when there are enough of them."""
+def _pick_data_files(layout: _Layout, limits: Thresholds, tiers: bool = True) -> list[FileScanTask]:
+    """Files past the deleted fraction (most deleted first), then small files when there are enough of them: by
+    size tiers, or (without ``tiers``) all of them."""
     scored = [
         (layout.deleted.get(t.file.file_path, 0) / max(t.file.record_count, 1), t) for t in layout.tasks
     ]
     picked = [t for fraction, t in sorted(scored, key=lambda s: -s[0]) if fraction >= limits.deleted_fraction]
-    small = [t for t in layout.tasks if t.file.file_size_in_bytes < limits.small_file and t not in picked]
-    if (
-        len(small) + sum(t.file.file_size_in_bytes < limits.small_file for t in picked)
-        >= limits.min_small_files
-    ):
-        picked += small
+    small = [t for t in layout.tasks if t.file.file_size_in_bytes < limits.small_file]
+    if len(small) >= limits.min_small_files:
+        # by size tiers, as delete files: a merged file is merged again only once the smaller files add up
+        # to it, so a row is rewritten O(log n) times while its file grows, not at every compaction; sized by
+        # rows, what a merge moves (a small file's bytes are mostly its footer)
+        sizes = [(t.file.record_count, t.file.file_path) for t in small]
+        tiered = set(_tier(sizes, limits.min_small_files - 1)) if tiers else {path for _, path in sizes}
+        picked += [t for t in small if t.file.file_path in tiered and t not in picked]
     chosen: list[FileScanTask] = []
     total = 0
     for task in picked:
@@ -211,11 +219,18 @@ def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) ->
 
 
 def compact(
-    state: StateTable, properties: dict[str, str], limits: Thresholds | None = None, *, index: bool = True
+    state: StateTable,
+    properties: dict[str, str],
+    limits: Thresholds | None = None,
+    *,
+    index: bool = True,
+    tiers: bool | None = None,
 ) -> Result:
     """Compact ``state`` in one snapshot stamped with ``properties``; see the module docstring. With ``index`` the
     key index moves with the rows (the writer's own StateTable, on its thread); without it no index is read
-    (``lakegate maintain`` by hand: a running worker reads its index again when it finds the table moved)."""
+    (``lakegate maintain`` by hand: a running worker reads its index again when it finds the table moved).
+    ``tiers`` (default: ``index``) merges small files by size tiers; without it every small file is merged into
+    one (what a compaction by hand is asked for)."""
     limits = limits or Thresholds()
     started = time.monotonic()
     if index:
@@ -224,7 +239,7 @@ def compact(
     if table.current_snapshot() is None:
         return Result()
     layout = _layout(state)
-    rewrite = _pick_data_files(layout, limits)
+    rewrite = _pick_data_files(layout, limits, index if tiers is None else tiers)
     rewritten = {t.file.file_path for t in rewrite}
     kept = {t.file.file_path for t in layout.tasks} - rewritten
     removed_deletes, positions = _plan_deletes(layout, kept, limits)
