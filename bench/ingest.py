@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -278,6 +279,18 @@ class CutWatch(threading.Thread):
         return out
 
 
+def tree_cpu(proc: psutil.Process) -> psutil._common.pcputimes:  # type: ignore[name-defined]
+    """CPU times of ``proc`` and its live children (the writer processes, ingest.tableprocs), summed."""
+    total = proc.cpu_times()
+    for child in proc.children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        total = type(total)(*(a + b for a, b in zip(total, times, strict=True)))
+    return total
+
+
 def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) -> dict[str, float]:
     """``tables`` tables, each receiving ``rate`` changes/s (one 5-row insert transaction every 5/rate s, the
     tables' transactions spread evenly), for ``seconds``, one worker replicating all of them with the default
@@ -295,7 +308,7 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
     interval = per_txn / rate / tables  # between two transactions, over all tables
     next_id = dict.fromkeys(names, 1000)
     sent = 0
-    cpu_before = worker.rss.proc.cpu_times()  # the worker's CPU over the load: less noisy than its latencies
+    cpu_before = tree_cpu(worker.rss.proc)  # the worker's CPU over the load: less noisy than its latencies
     with psycopg.connect(dsn, autocommit=True) as conn:
         start_lsn = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
         began = tick = time.monotonic()
@@ -313,7 +326,7 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
                 behind = max(behind, -lag)
         load_end = time.monotonic()
         caught_up = watch.wait_past(conn, "lakegate_many") - load_end
-        cpu_after = worker.rss.proc.cpu_times()
+        cpu_after = tree_cpu(worker.rss.proc)
         busy = time.monotonic() - began
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))

@@ -12,28 +12,81 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakegate.connectors.changes import COMMIT_TS, LSN, ChangeBatch
-from lakegate.connectors.errors import Resnapshot
-from lakegate.connectors.iceberg import evolution, merge
+from lakegate.connectors.changes import COMMIT_TS, LSN, ChangeBatch, Position, TableRef
+from lakegate.connectors.errors import CommitConflict, LakeError, Resnapshot, SchemaChangeError
+from lakegate.connectors.iceberg import evolution, flushcatalog, merge
 from lakegate.connectors.iceberg.evolution import STORAGE, Backfill
 from lakegate.connectors.iceberg.writer import LakeTable
-from lakegate.connectors.postgres.cdc import PostgresSource
+from lakegate.connectors.postgres import introspect
 from lakegate.connectors.postgres.rowbuffer import Segment
-from lakegate.connectors.postgres.types import Codec
+from lakegate.connectors.postgres.types import Codec, ConversionError
 from lakegate.ingest.ddl import new_column_values
 from lakegate.ingest.toast import fill_unchanged
 
 log = logging.getLogger("lakegate.ingest")
 
 
+class ColumnFacts(Protocol):
+    """What a schema change asks the source (``PostgresSource``, or a writer process's own connection)."""
+
+    def column_facts(self, ref: TableRef) -> tuple[list[introspect.Attribute], str]: ...
+
+
+def write(
+    table: LakeTable,
+    segments: list[Segment],
+    source: ColumnFacts,
+    appended: Callable[[int], None],
+    position: Position | None,
+    open_lsn: int | None = None,
+) -> Exception | None:
+    """One table's part of a flush: its changes appended to the lake (staged while ``open_lsn``, the transaction
+    they end inside of, is open), ``position`` stamped; ``appended(n)`` is told of the rows written. Returns the
+    error that stops this table (a schema change the lake cannot follow, a value it cannot hold: the caller
+    stops the table at the first segment's transaction), None when written."""
+    try:
+        data = changes(table, segments, source, appended, open_lsn)
+    except SchemaChangeError as exc:
+        return exc
+    except ConversionError as exc:
+        ref = table.schema.table
+        return ConversionError(
+            f"{exc}. The change stays in the slot, so correcting the row is not enough: correct it in "
+            f"PostgreSQL, stop the worker, run 'lakegate maintain --resnapshot {ref}' and start it "
+            "again (the table is copied afresh, its older changes skipped; the other tables go on)"
+        )
+    # its open transaction: staged; a compaction due waits for the caller (Worker._compact_due)
+    table.append(data, position, open_lsn=open_lsn, compact=False)
+    appended(data.num_rows)
+    return None
+
+
+def compact_due(catalog: object, due: list[LakeTable]) -> None:
+    """The state-table compactions a flush's commits left due (a few tables per flush; see statesync.Follower),
+    in one catalog transaction of their own, once the flush is visible. A compaction that fails is tried again
+    later; one whose commit the catalog refuses (another writer) leaves the table's key index to be read again,
+    and the next flush meets the same conflict if there is one."""
+    if not due:
+        return
+    try:
+        with flushcatalog.flush(catalog):  # type: ignore[arg-type]
+            for table in due:
+                table.compact_due()
+    except (LakeError, CommitConflict) as exc:
+        for table in due:
+            table.forget_index()
+        log.warning("the compactions after a flush were not committed (%s); they are tried again later", exc)
+
+
 def changes(
     table: LakeTable,
     segments: list[Segment],
-    source: PostgresSource,
+    source: ColumnFacts,
     committed: Callable[[int], None],
     open_lsn: int | None = None,
 ) -> pa.Table:
@@ -59,7 +112,7 @@ def _follow_schema(
     batch: ChangeBatch,
     codecs: dict[str, Codec],
     parts: list[pa.Table],
-    source: PostgresSource,
+    source: ColumnFacts,
     committed: Callable[[int], None],
     open_lsn: int | None,
 ) -> None:

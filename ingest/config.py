@@ -16,6 +16,12 @@ class IngestSettings:
     max_batch_bytes: int = setting(
         "Flush earlier when this many bytes of changes are buffered.", 64 * 2**20, kind="size"
     )
+    processes: int = setting(
+        "Writer processes that share the per-table work of each flush (several cores for hundreds of busy tables; "
+        "1 = write in the worker's own process; 0 = as many as cores, up to 8, for a source of 16 tables or "
+        "more, else 1). Needs the SQL catalog.",
+        0,
+    )
     fold_interval: float = setting(
         "No longer used: state tables are kept exact at every commit (accepted so that older files still load).",
         60.0,

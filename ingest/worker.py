@@ -34,10 +34,8 @@ from lakegate.connectors.changes import (
 )
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.errors import (
-    CommitConflict,
     LakeError,
     Resnapshot,
-    SchemaChangeError,
     SourceConfigError,
     TransientError,
 )
@@ -49,7 +47,7 @@ from lakegate.connectors.postgres.cdc import Flush, PostgresSource
 from lakegate.connectors.postgres.lease import WorkerBusy
 from lakegate.connectors.postgres.rowbuffer import Segment
 from lakegate.connectors.postgres.types import ConversionError
-from lakegate.ingest import apply
+from lakegate.ingest import apply, tableprocs
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
 from lakegate.ingest.maintain import compaction_thresholds
@@ -100,6 +98,7 @@ class Worker:
         self.on_flush: Callable[[Flush], None] | None = None
         self.source: PostgresSource | None = None  #: while running, for status and tests
         self.committer: Committer | None = None
+        self.procs: tableprocs.TableProcesses | None = None  #: the writer processes, while streaming with them
         self.upkeep: MaintenanceThread | None = None
         #: tables to copy again under a fresh snapshot on the next start of the stream (see ingest.ddl)
         self.recopy: set[TableRef] = set()
@@ -185,12 +184,16 @@ class Worker:
                 if not self.status[ref].failed:
                     table.catch_up()
             checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.lake}
+            self._start_processes(source)  # before the stream starts: their start-up delays no change
             source.start({ref: cp for ref, cp in checkpoints.items() if cp is not None})
             self.streaming.set()
             self._stream(source)
         finally:
             self.streaming.clear()
             self.leased.clear()
+            if self.procs is not None:
+                self.procs.close()
+                self.procs = None
             source.close()
             for table in self.lake.values():  # the next attempt writes an unfinished transaction again
                 table.abandon_staged()
@@ -279,6 +282,43 @@ class Worker:
 
     # ------------------------------------------------------------------------------------------ streaming
 
+    def _start_processes(self, source: PostgresSource) -> None:
+        """Start the writer processes (ingest.tableprocs) when ``[ingest] processes`` asks for them."""
+        tables = {
+            ref: t for ref, t in self.lake.items() if not self.status[ref].failed and ref in source.source_tables
+        }
+        count = tableprocs.automatic(self.cfg.processes, len(tables))
+        if count <= 1 or not tables or not tableprocs.usable(self.catalog):
+            return
+        procs = tableprocs.TableProcesses(
+            count,
+            self.lake_settings,
+            self.src.name,
+            self.src.dsn,
+            compaction_thresholds(self.cfg),
+            tables,
+            {ref: source.source_tables[ref].oid for ref in tables},
+        )
+        try:
+            procs.start()
+        except BaseException:
+            procs.close()
+            raise
+        self.procs = procs
+        for table in tables.values():  # the processes keep the key indexes now
+            table.forget_index()
+
+    def _staged_lsn(self, ref: TableRef) -> int | None:
+        """The transaction staged in parts on ``ref``'s lake tables, if any (see connectors.iceberg.staging)."""
+        if self.procs is not None:
+            return self.procs.staged_lsn.get(ref)
+        return self.lake[ref].staged_lsn
+
+    def _any_staged(self) -> bool:
+        if self.procs is not None:
+            return self.procs.any_staged()
+        return any(t.staged_lsn is not None for t in self.lake.values())
+
     def _stream(self, source: PostgresSource) -> None:
         interval = self.cfg.commit_interval
         steady_gc()
@@ -292,7 +332,7 @@ class Worker:
                 self._confirm(source, flush)
             # nothing being written, and no part of a transaction staged in the lake (issue 11.7): its end may
             # have arrived without rows, and only the flush that commits the staged parts may confirm it
-            if committer.in_flight == 0 and not any(t.staged_lsn is not None for t in self.lake.values()):
+            if committer.in_flight == 0 and not self._any_staged():
                 idle = source.confirmable(source.idle_position())
                 if idle is not None:
                     source.acknowledge(idle)
@@ -346,7 +386,7 @@ class Worker:
         """How many tables the next flush takes (None: all with changes; see ingest.pacing). All of them when
         stopping, while a transaction is staged in the lake (its flushes must reach its end), and when the
         buffers are half full (memory)."""
-        if self.stopping.is_set() or any(t.staged_lsn is not None for t in self.lake.values()):
+        if self.stopping.is_set() or self._any_staged():
             return None
         rows, nbytes = source.pending
         if rows * 2 >= self.cfg.max_batch_rows or nbytes * 2 >= self.cfg.max_batch_bytes:
@@ -395,15 +435,19 @@ class Worker:
         by_table: dict[TableRef, list[Segment]] = {}
         for segment in flush.segments:
             by_table.setdefault(segment.ref, []).append(segment)
-        for ref, table in self.lake.items():  # a transaction written in parts ended: commit its staged parts
-            if table.staged_lsn not in (None, flush.open_lsn):
+        for ref in self.lake:  # a transaction written in parts ended: commit its staged parts
+            if self._staged_lsn(ref) not in (None, flush.open_lsn):
                 by_table.setdefault(ref, [])
         jobs = [(ref, segments) for ref, segments in by_table.items() if not self.status[ref].failed]
         self._written_refs = [ref for ref, _ in jobs]
         began = time.perf_counter()
         cut_staged = False
+        outcomes: dict[TableRef, tableprocs.Outcome] = {}
         with flushcatalog.flush(self.catalog):
-            if len(jobs) <= 1:
+            if self.procs is not None:  # written in the writer processes, swapped here with the cut
+                swaps, outcomes = self.procs.write(jobs, flush.positions, flush.open_lsn)
+                self.catalog.adopt(swaps)  # type: ignore[attr-defined]
+            elif len(jobs) <= 1:
                 for ref, segments in jobs:
                     self._write_table(ref, segments, flush, source)
             else:
@@ -417,49 +461,31 @@ class Worker:
                 cut_staged = cut.stage(self.catalog, self.src.name, {ref.schema for ref in self.lake}, flush.ack)
         if cut_staged and flush.ack is not None:
             self._cut_recorded = (flush.ack, time.monotonic())
+        if self.procs is not None:
+            self.procs.landed()
+        for ref, outcome in outcomes.items():
+            self._appended(ref, outcome.rows)
+            error = tableprocs.carried(outcome.error)
+            if error is not None:
+                source.fail_table(ref, by_table[ref][0].lsns[0])
+                self._table_failed(ref, error)
         self.pace.wrote(len(jobs), time.perf_counter() - began)
 
+
     def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
-        table = self.lake[ref]
-        try:
-            data = apply.changes(table, segments, source, functools.partial(self._appended, ref), flush.open_lsn)
-        except SchemaChangeError as exc:
+        appended = functools.partial(self._appended, ref)
+        error = apply.write(self.lake[ref], segments, source, appended, flush.positions.get(ref), flush.open_lsn)
+        if error is not None:
             source.fail_table(ref, segments[0].lsns[0])
-            self._table_failed(ref, exc)
-            return
-        except ConversionError as exc:
-            source.fail_table(ref, segments[0].lsns[0])
-            self._table_failed(
-                ref,
-                ConversionError(
-                    f"{exc}. The change stays in the slot, so correcting the row is not enough: correct it in "
-                    f"PostgreSQL, stop the worker, run 'lakegate maintain --resnapshot {ref}' and start it "
-                    "again (the table is copied afresh, its older changes skipped; the other tables go on)"
-                ),
-            )
-            return
-        # its open transaction: staged; a compaction due waits for _compact_due
-        table.append(data, flush.positions.get(ref), open_lsn=flush.open_lsn, compact=False)
-        self._appended(ref, data.num_rows)
+            self._table_failed(ref, error)
 
     def _compact_due(self) -> None:
-        """On the committer thread, once a flush is handed back for confirmation: the state-table compactions its
-        commits left due (a few tables per flush; see statesync.Follower), in one catalog transaction of their
-        own. Nothing of the flush waits for them, only the next flush does. A compaction that fails is tried
-        again later; one whose commit the catalog refuses (another writer) leaves the table's key index to be
-        read again, and the next flush meets the same conflict if there is one."""
-        due = [t for t in (self.lake.get(ref) for ref in self._written_refs) if t is not None and t.compaction_due]
-        self._written_refs = []
-        if not due:
-            return
-        try:
-            with flushcatalog.flush(self.catalog):
-                for table in due:
-                    table.compact_due()
-        except (LakeError, CommitConflict) as exc:
-            for table in due:
-                table.forget_index()
-            log.warning("the compactions after a flush were not committed (%s); they are tried again later", exc)
+        """On the committer thread, once a flush is handed back for confirmation: the compactions its commits left
+        due (:func:`.apply.compact_due`). Nothing of the flush waits for them, only the next flush does. (Writer
+        processes run their own, see ingest.tableprocs.)"""
+        written, self._written_refs = self._written_refs, []
+        if self.procs is None:
+            apply.compact_due(self.catalog, [t for ref in written if (t := self.lake.get(ref)) and t.compaction_due])
 
     def _appended(self, ref: TableRef, rows: int) -> None:
         with self._counting:  # tables commit on several threads

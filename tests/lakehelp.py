@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,8 @@ from lakegate.ingest.worker import Worker
 
 
 def make_settings(dsn: str, lake_dir: Path, tables: list[str], **ingest: Any) -> settings_mod.Settings:
+    if os.environ.get("LAKEGATE_TEST_PROCESSES"):  # the ingest tests with writer processes (ingest.tableprocs)
+        ingest.setdefault("processes", int(os.environ["LAKEGATE_TEST_PROCESSES"]))
     data = {
         "lake": {"catalog_uri": f"sqlite:///{lake_dir}/catalog.db", "warehouse": str(lake_dir / "warehouse")},
         # the test server's role is its superuser: 'lakegate serve' accepts it only when told to

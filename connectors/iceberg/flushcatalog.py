@@ -162,6 +162,8 @@ class FlushCatalog(SqlCatalog):
         super().__init__(name, **properties)
         self._gate = _gate(str(properties.get("uri", "")))
         self._flush: _Flush | None = None
+        #: old metadata files of flushes staged here whose swap another process runs (see staging)
+        self._landing: list[list[tuple[FileIO, TableMetadata, TableMetadata]]] = []
 
     def create_tables(self) -> None:
         """pyiceberg creates the catalog's tables when it finds none; two processes opening one fresh catalog
@@ -198,6 +200,42 @@ class FlushCatalog(SqlCatalog):
         for io, base, new in staged.old_metadata:
             with contextlib.suppress(Exception):  # old versions left behind are harmless (orphan removal)
                 super()._delete_old_metadata(io, base, new)
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[list[tuple[tuple[str, str], str, str]]]:
+        """Stage every table commit made inside like :meth:`flush`, but swap nothing: the swaps, (table, from, to)
+        in order, are what it yields, filled when it ends; the process that runs the flush swaps them with its
+        own (:meth:`adopt`; table writer processes, :mod:`lakegate.ingest.tableprocs`). The old metadata files
+        wait for :meth:`landed`; a swap that did not land leaves this process's tables stale: it must not commit
+        to them again (the writer processes are replaced then)."""
+        if self._flush is not None:
+            raise LakeError("a flush is staged already in this process")
+        swaps: list[tuple[tuple[str, str], str, str]] = []
+        with self._gate:
+            self._flush = staged = _Flush(self._pointers())
+            try:
+                yield swaps
+            finally:
+                self._flush = None
+        swaps += staged.swaps
+        self._landing.append(staged.old_metadata)
+
+    def landed(self) -> None:
+        """The swaps of every :meth:`staging` so far are committed: old metadata files may go now."""
+        landing, self._landing = self._landing, []
+        for old in landing:
+            for io, base, new in old:
+                with contextlib.suppress(Exception):  # old versions left behind are harmless (orphan removal)
+                    super()._delete_old_metadata(io, base, new)
+
+    def adopt(self, swaps: Iterable[tuple[tuple[str, str], str, str]]) -> None:
+        """Inside :meth:`flush`: swap these too, staged by another process with :meth:`staging`, in the flush's
+        transaction (each with its optimistic check)."""
+        staged = self._flush
+        if staged is None:
+            raise LakeError("swaps staged elsewhere can only be committed inside a flush")
+        with staged.lock:
+            staged.swaps += [(tuple(key), before, after) for key, before, after in swaps]  # type: ignore[misc]
 
     def flushing(self) -> bool:
         """Whether a flush is being staged (its commits become visible together when it ends)."""

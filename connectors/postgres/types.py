@@ -17,6 +17,8 @@ refused by :class:`UnsupportedType` naming the type.
 from __future__ import annotations
 
 import binascii
+import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -90,11 +92,21 @@ class TypeCatalog:
 
 @dataclass(frozen=True)
 class Codec:
-    """How one column is kept in the lake: its Arrow type and the text -> Arrow conversion."""
+    """How one column is kept in the lake: its Arrow type and the text -> Arrow conversion.
+
+    A codec made by :func:`codec_for` pickles as its recipe (the ``pg_type`` rows it was made from, typmod,
+    dimensions, numeric setting) and is made again on the other side: its conversion is a closure, and row
+    segments travel to the table writer processes with their codecs (:mod:`lakegate.ingest.tableprocs`)."""
 
     arrow_type: pa.DataType
     convert: Callable[[pa.Array], pa.Array]  #: a string array of text values -> an array of ``arrow_type``
     source_type: str
+    recipe: tuple[Any, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.recipe is None:
+            raise TypeError(f"a codec of {self.source_type} not made by codec_for cannot be pickled")
+        return (_from_recipe, self.recipe)
 
 
 # ---------------------------------------------------------------------------------------------- scalar casts
@@ -474,12 +486,38 @@ def codec_for(
 
     Raises :class:`UnsupportedType` when the type has no exact lake type.
     """
+    codec = _codec_for(catalog, oid, typmod, ndims, unbounded_numeric)
+    types = tuple(sorted(_used_types(catalog, oid), key=lambda t: t.oid))
+    return dataclasses.replace(codec, recipe=(types, oid, typmod, ndims, unbounded_numeric))
+
+
+def _used_types(catalog: TypeCatalog, oid: int) -> set[PgType]:
+    """The ``pg_type`` rows :func:`codec_for` reads for ``oid``: the type, its domains' bases, array elements."""
+    found: set[PgType] = set()
+    todo = [oid]
+    while todo:
+        t = catalog.get(todo.pop())
+        if t not in found:
+            found.add(t)
+            todo += [o for o in (t.basetype, t.elem) if o]
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _from_recipe(types: tuple[PgType, ...], oid: int, typmod: int, ndims: int, unbounded_numeric: str) -> Codec:
+    """A pickled codec made again (once per recipe and process)."""
+    rows = {t.oid: t for t in types}
+    catalog = TypeCatalog(lambda oids: [dataclasses.astuple(rows[o]) for o in oids if o in rows])
+    return codec_for(catalog, oid, typmod, ndims, unbounded_numeric=unbounded_numeric)
+
+
+def _codec_for(catalog: TypeCatalog, oid: int, typmod: int, ndims: int, unbounded_numeric: str) -> Codec:
     t = catalog.get(oid)
     while t.typtype == "d":  # domains keep their base type's representation
         typmod = t.basetypmod if typmod < 0 else typmod
         t = catalog.get(t.basetype)
     if t.category == "A" and t.elem:
-        element = codec_for(catalog, t.elem, typmod, 0, unbounded_numeric=unbounded_numeric)
+        element = _codec_for(catalog, t.elem, typmod, 0, unbounded_numeric)
         dims = max(1, ndims)
         return _array_codec(element, dims, element.source_type + "[]" * dims)
     return _scalar(t, typmod, unbounded_numeric)
