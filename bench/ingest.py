@@ -37,7 +37,9 @@ FILL = (
 )
 
 
-def config(root: Path, dsn: str, table: str | list[str], slot: str, interval: str = "1s") -> Path:
+def config(
+    root: Path, dsn: str, table: str | list[str], slot: str, interval: str = "1s", extra: str = ""
+) -> Path:
     path = root / f"{slot}.toml"
     tables = [table] if isinstance(table, str) else table
     replicate = ", ".join(f'"public.{t}"' for t in tables)
@@ -53,6 +55,7 @@ slot = "{slot}"
 publication = "{slot}"
 [ingest]
 commit_interval = "{interval}"
+{extra}
 """)
     return path
 
@@ -291,7 +294,9 @@ def tree_cpu(proc: psutil.Process) -> psutil._common.pcputimes:  # type: ignore[
     return total
 
 
-def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) -> dict[str, float]:
+def many_tables(
+    dsn: str, root: Path, tables: int, rate: float, seconds: float, processes: int | None = None
+) -> dict[str, float]:
     """``tables`` tables, each receiving ``rate`` changes/s (one 5-row insert transaction every 5/rate s, the
     tables' transactions spread evenly), for ``seconds``, one worker replicating all of them with the default
     commit interval: freshness of every change, how long the worker needs after the load stops, peak RSS."""
@@ -300,7 +305,8 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
         for name in names:
             conn.execute(TABLE.format(name))
             conn.execute(FILL.format(name), (1, 100))
-    worker = Worker(config(root, dsn, names, "lakegate_many"), root / "many.log")
+    extra = "" if processes is None else f"processes = {processes}"
+    worker = Worker(config(root, dsn, names, "lakegate_many", extra=extra), root / "many.log")
     worker.wait_for("streaming from slot", timeout=1800)
     watch = CutWatch(root / "catalog.db")
     watch.start()
@@ -349,7 +355,7 @@ def many_tables(dsn: str, root: Path, tables: int, rate: float, seconds: float) 
 
 
 def many_tables_rows(dsn: str, root: Path, args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
-    many = many_tables(dsn, root, args.tables, args.table_rate, args.tables_seconds)
+    many = many_tables(dsn, root, args.tables, args.table_rate, args.tables_seconds, args.processes)
     label = f"{args.tables} tables x {args.table_rate:g} changes/s ({many['rate']:,.0f} changes/s sent)"
     return [
         (f"freshness p50 (to the first consistent cut past the change), {label}", f"{many['p50']:.2f} s", "", ""),
@@ -392,6 +398,12 @@ def main() -> None:
     parser.add_argument("--table-rate", type=float, default=25.0, help="changes/s per table in that row")
     parser.add_argument("--tables-seconds", type=float, default=60.0, help="how long that row's load lasts")
     parser.add_argument("--only-tables", action="store_true", help="measure the many-tables row only")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="[ingest] processes for the many-tables row (default: the setting's default; 1: no writer processes)",
+    )
     parser.add_argument(
         "--keep", action="store_true", help="keep the working directory (PostgreSQL, lake, worker logs) at the end"
     )

@@ -168,6 +168,8 @@ class TableProcesses:
         """Each process writes its tables' part of a flush, staged; returns every process's swaps (for the
         worker's catalog transaction) and each table's outcome. Raises the first failure."""
         with self._lock:
+            if self._broken is None and self._landing:  # the last write's swap failed: these tables are stale
+                self._broken = "the last flush's swap did not land; the worker starts again"
             if self._broken is not None:
                 raise TransientError(self._broken)
             shares: dict[int, list[tuple[TableRef, list[Segment]]]] = {}
@@ -392,13 +394,10 @@ def _main(conn: multiprocessing.connection.Connection, spec: _Spec) -> None:
         _report(conn, exc)
         return
     steady_gc()
-    conn.send(("ready", None))
     try:
+        conn.send(("ready", None))
         while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):  # the worker is gone
-                return
+            message = conn.recv()
             if message[0] == "write":
                 try:
                     swaps, outcomes = share.write(*message[1:])
@@ -410,6 +409,8 @@ def _main(conn: multiprocessing.connection.Connection, spec: _Spec) -> None:
                 share.landed()
             else:  # "close"
                 return
+    except (EOFError, OSError):  # the worker is gone (killed): nothing of what is staged here was swapped
+        return
     finally:
         share.close()
 

@@ -231,3 +231,37 @@ def test_a_worker_with_writer_processes_stops_them_when_it_stops(
     while time.monotonic() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in writers):
         time.sleep(0.1)
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in writers)
+
+
+def test_a_swap_that_fails_after_the_processes_staged_loses_and_duplicates_nothing(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakegate.connectors.errors import CommitConflict
+    from lakegate.connectors.iceberg import flushcatalog
+
+    _create(pg)
+    settings = make_settings(pg_dsn, lake_dir, TABLES, processes=2)
+    swap = flushcatalog.FlushCatalog._swap
+    failed: list[int] = []
+
+    def once(self: flushcatalog.FlushCatalog, staged: object) -> None:  # in the worker's process
+        if not failed and staged.swaps:  # type: ignore[attr-defined]
+            failed.append(len(staged.swaps))  # type: ignore[attr-defined]
+            raise CommitConflict("another writer moved a table (injected by the test)")
+        swap(self, staged)
+
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        first = [p.pid for p in worker.procs._procs]  # type: ignore[union-attr]
+        monkeypatch.setattr(flushcatalog.FlushCatalog, "_swap", once)
+        _churn(pg, 8)
+        wait_caught_up(pg, timeout=120)
+        assert failed, "the injected conflict should have hit a flush the processes had staged"
+        assert worker.procs is not None and [p.pid for p in worker.procs._procs] != first, (
+            "the processes that staged the failed flush must not write again (their tables are stale)"
+        )
+    for ref in TABLES:
+        table = assert_lake_equals_source(pg, settings, ref)
+        log = table.changelog.scan().to_arrow()
+        positions = list(zip(log["_lsn"].to_pylist(), log["_seq"].to_pylist(), strict=True))
+        assert len(positions) == len(set(positions)), f"{ref}: a change is in the change log twice"
