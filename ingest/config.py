@@ -18,7 +18,7 @@ class IngestSettings:
     )
     processes: int = setting(
         "Writer processes that share the per-table work of each flush (several cores for hundreds of busy tables; "
-        "1 = write in the worker's own process; 0 = as many as cores, up to 8, for a source of 16 tables or "
+        "1 = write in the worker's own process; 0 = one per core, up to 4, for a source of 16 tables or "
         "more, else 1). Needs the SQL catalog.",
         0,
     )

@@ -4,7 +4,7 @@ A flush's work is per table: turn the buffered messages into Arrow, follow the s
 values, write the change-log and state-table files, plan both commits and write their metadata files. With
 hundreds of busy tables that is milliseconds per table, all of it interpreter work under one lock, so one
 process cannot go faster than one core however many threads it runs. With ``[ingest] processes`` above 1
-(``0``, the default, picks it from the cores when the source has many tables) the worker starts that many
+(``0``, the default, one per core up to 4 when the source has 16 tables or more) the worker starts that many
 processes when it begins to stream, and each owns a fixed share of the tables (by a stable hash of the name)
 until the stream stops: their lake tables live there, with the key indexes, the rows kept for compaction and
 the parts of a huge transaction staged so far.
@@ -60,7 +60,9 @@ from lakegate.connectors.postgres.rowbuffer import Segment
 log = logging.getLogger("lakegate.ingest")
 
 AUTO_TABLES = 16  #: ``processes = 0`` starts processes only for a source with at least this many tables
-AUTO_MOST = 8  #: ... and at most this many
+#: ... and at most this many: each costs an interpreter with pyarrow and pyiceberg loaded (about 150 MiB) and
+#: the lake metadata of its tables
+AUTO_MOST = 4
 START_TIMEOUT = 600.0  #: seconds a process may take to load its tables (and build their key indexes)
 
 Swap = tuple[tuple[str, str], str, str]
@@ -73,7 +75,14 @@ def automatic(setting: int, tables: int) -> int:
         return setting
     if tables < AUTO_TABLES:
         return 1
-    return max(1, min(os.cpu_count() or 1, AUTO_MOST, tables // 4))
+    return max(1, min(cores(), AUTO_MOST, tables // 4))
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity: a container's cpuset, ``taskset``), else all of them."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def usable(catalog: object) -> bool:

@@ -215,8 +215,9 @@ def test_errors_cross_the_pipe_as_the_worker_raises_them() -> None:
 def test_how_many_processes() -> None:
     assert tableprocs.automatic(3, 5) == 3  # asked for
     assert tableprocs.automatic(0, tableprocs.AUTO_TABLES - 1) == 1  # few tables: the worker's own process
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     assert tableprocs.automatic(0, 400) == max(1, min(cores, tableprocs.AUTO_MOST))
+    assert tableprocs.automatic(0, tableprocs.AUTO_TABLES) == max(1, min(cores, tableprocs.AUTO_TABLES // 4))
 
 
 def test_a_worker_with_writer_processes_stops_them_when_it_stops(
