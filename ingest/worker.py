@@ -471,7 +471,6 @@ class Worker:
                 self._table_failed(ref, error)
         self.pace.wrote(len(jobs), time.perf_counter() - began)
 
-
     def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
         appended = functools.partial(self._appended, ref)
         error = apply.write(self.lake[ref], segments, source, appended, flush.positions.get(ref), flush.open_lsn)
