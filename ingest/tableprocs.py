@@ -349,7 +349,10 @@ class _Share:
         for ref, schema in spec.tables.items():
             table = LakeTable(self.catalog, schema, source=spec.source, compaction=spec.thresholds)
             if not table.load():
-                raise LakeError(f"the lake has no change log of {ref} (dropped while the worker started?)")
+                raise LakeError(
+                    f"the lake has no change log of {ref} (dropped while the worker started?); start the worker "
+                    "again: it creates the lake tables that are missing and copies them"
+                )
             table.catch_up()  # nothing to do after the worker's own; reads the key index now, not in a flush
             self.tables[ref] = table
         self._written: list[TableRef] = []

@@ -288,7 +288,15 @@ class Worker:
             ref: t for ref, t in self.lake.items() if not self.status[ref].failed and ref in source.source_tables
         }
         count = tableprocs.automatic(self.cfg.processes, len(tables))
-        if count <= 1 or not tables or not tableprocs.usable(self.catalog):
+        if count <= 1 or not tables:
+            return
+        if not tableprocs.usable(self.catalog):
+            if self.cfg.processes > 1:
+                log.warning(
+                    "[ingest] processes = %d needs the SQL catalog (one transaction for a flush's tables); this "
+                    "lake's catalog commits table by table, so the worker writes in its own process",
+                    self.cfg.processes,
+                )
             return
         procs = tableprocs.TableProcesses(
             count,

@@ -10,6 +10,7 @@ import os
 import pickle
 import signal
 import time
+from typing import Any
 
 import psutil
 import psycopg
@@ -21,7 +22,9 @@ from lakegate.connectors.errors import Resnapshot, SchemaChangeError
 from lakegate.connectors.postgres import introspect
 from lakegate.connectors.postgres.connection import connect
 from lakegate.connectors.postgres.types import ConversionError, codec_for
+from lakegate.gateway.service import Gateway
 from lakegate.ingest import tableprocs
+from tests.lakecheck import assert_readers_equal_source
 from tests.lakehelp import (
     assert_lake_equals_source,
     lake_table,
@@ -61,13 +64,18 @@ def _churn(pg: psycopg.Connection, rounds: int, start: int = 1000) -> None:
                 pg.execute(f"DELETE FROM {name} WHERE id = %s", (start + (r - 1) * 10 + i,))
 
 
-def _assert_exactly_once(pg: psycopg.Connection, settings: object) -> None:
-    """Every table equals the source row by row, and its change log holds no change twice."""
-    for ref in TABLES:
-        table = assert_lake_equals_source(pg, settings, ref)  # type: ignore[arg-type]
-        log = table.changelog.scan().to_arrow()
-        positions = list(zip(log["_lsn"].to_pylist(), log["_seq"].to_pylist(), strict=True))
-        assert len(positions) == len(set(positions)), f"{ref}: a change is in the change log twice"
+def _assert_readers_equal_source(pg: psycopg.Connection, settings: Any, refs: list[str]) -> None:
+    """Each table equals the source row by row through every reader (merged state, replayed change log, a plain
+    pyiceberg scan, the gateway), and its change log holds no change twice."""
+    gateway = Gateway(settings.lake, settings.sources, settings.gateway)
+    try:
+        for ref in refs:
+            assert_readers_equal_source(pg, settings, ref, gateway=gateway)
+            log = lake_table(settings, ref).changelog.scan().to_arrow()
+            positions = list(zip(log["_lsn"].to_pylist(), log["_seq"].to_pylist(), strict=True))
+            assert len(positions) == len(set(positions)), f"{ref}: a change is in the change log twice"
+    finally:
+        gateway.close()
 
 
 def test_writer_processes_keep_the_lake_equal_to_the_source(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
@@ -83,9 +91,9 @@ def test_writer_processes_keep_the_lake_equal_to_the_source(pg: psycopg.Connecti
         pg.execute("INSERT INTO t01 VALUES (1, 1.5, 'after truncate', NULL)")
         wait_caught_up(pg)
         assert sum(w.cpu_times().user for w in writers) > 0.1, "the writer processes should have done the work"
+    _assert_readers_equal_source(pg, settings, TABLES)
     for ref in TABLES:
-        table = assert_lake_equals_source(pg, settings, ref)
-        assert table.changelog.scan().to_arrow().num_rows >= 30
+        assert lake_table(settings, ref).changelog.scan().to_arrow().num_rows >= 30
 
 
 def test_schema_changes_that_ask_the_source_work_in_a_writer_process(
@@ -102,8 +110,7 @@ def test_schema_changes_that_ask_the_source_work_in_a_writer_process(
         _churn(pg, 6)
         pg.execute("UPDATE t03 SET flag = 8 WHERE id = 2")
         wait_caught_up(pg)
-    for ref in ("public.t03", "public.t04", "public.t05", "public.t06"):
-        assert_lake_equals_source(pg, settings, ref)
+    _assert_readers_equal_source(pg, settings, ["public.t03", "public.t04", "public.t05", "public.t06"])
     renamed = lake_table(settings, "public.t04").state.schema().as_arrow().names
     assert "body" in renamed and "big" not in renamed
 
@@ -131,8 +138,7 @@ def test_a_huge_transaction_is_staged_in_the_writer_processes_and_seen_whole(
         wait_for(whole, 60, "the huge transaction to become visible")
         assert set(seen) <= {before, before + 1000}, f"a part of the transaction was visible: {sorted(set(seen))}"
         wait_caught_up(pg)
-    for ref in TABLES[6:10]:
-        assert_lake_equals_source(pg, settings, ref)
+    _assert_readers_equal_source(pg, settings, TABLES[6:10])
 
 
 def test_a_killed_writer_process_loses_and_duplicates_nothing(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
@@ -151,7 +157,7 @@ def test_a_killed_writer_process_loses_and_duplicates_nothing(pg: psycopg.Connec
         )
         _churn(pg, 5, start=3000)
         wait_caught_up(pg, timeout=120)
-    _assert_exactly_once(pg, settings)
+    _assert_readers_equal_source(pg, settings, TABLES)
 
 
 def test_a_value_the_lake_cannot_hold_stops_only_its_table(pg: psycopg.Connection, pg_dsn: str, lake_dir) -> None:
@@ -266,4 +272,4 @@ def test_a_swap_that_fails_after_the_processes_staged_loses_and_duplicates_nothi
         assert worker.procs is not None and [p.pid for p in worker.procs._procs] != first, (
             "the processes that staged the failed flush must not write again (their tables are stale)"
         )
-    _assert_exactly_once(pg, settings)
+    _assert_readers_equal_source(pg, settings, TABLES)
