@@ -17,12 +17,20 @@ from lakegate.connectors.postgres.cdc import Flush
 
 
 class Committer(threading.Thread):
-    def __init__(self, write: Callable[[Flush], None], after: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        write: Callable[[Flush], None],
+        after: Callable[[], None] | None = None,
+        free: Callable[[], None] = lambda: None,
+    ) -> None:
         """``write`` writes a flush; ``after`` (optional) runs once it is handed back as completed, before the
-        next flush is written: work that must not delay the flush's confirmation (compactions)."""
+        next flush is written: work that must not delay the flush's confirmation (compactions). ``free`` runs
+        on the writer thread each time it has finished a flush: it wakes the reading thread, which may have a
+        flush waiting for the writer (``Worker._stream``)."""
         super().__init__(name="lakegate-committer", daemon=True)
         self._write = write
         self._after = after
+        self._free = free
         self._inbox: queue.Queue[Flush | None] = queue.Queue(maxsize=1)
         self._done: queue.Queue[Flush] = queue.Queue()
         self._error: BaseException | None = None
@@ -42,6 +50,7 @@ class Committer(threading.Thread):
                 return
             finally:
                 self._written += 1  # only now: the reader keeps gathering the next flush meanwhile
+                self._free()
 
     def submit(self, flush: Flush) -> None:
         """Queue a flush; blocks while the previous one is still waiting (backpressure)."""

@@ -330,7 +330,7 @@ class Worker:
     def _stream(self, source: PostgresSource) -> None:
         interval = self.cfg.commit_interval
         steady_gc()
-        committer = self.committer = Committer(lambda flush: self._write(flush, source), self._compact_due)
+        committer = self.committer = Committer(lambda flush: self._write(flush, source), self._compact_due, source.wake)
         committer.start()
 
         def confirm() -> None:  # on the reading thread: the only one that talks to PostgreSQL

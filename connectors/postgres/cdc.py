@@ -317,7 +317,7 @@ class PostgresSource:
             if now - self._last_status >= STATUS_INTERVAL:
                 self._send_status()
                 self.check_session()
-            if nbytes == 0:
+            if nbytes == 0:  # nothing to read: wait for data, or for :meth:`wake` (the writer became free)
                 self.stream.wait_readable(min(max(0.0, deadline - now), 0.25) if not self._in_txn else 0.25)
 
     def _keepalive(self, data: bytes) -> None:
@@ -582,6 +582,12 @@ class PostgresSource:
     @property
     def acked(self) -> int:
         return self._acked
+
+    def wake(self) -> None:
+        """From another thread: a :meth:`poll` waiting for stream data looks at its ``stop()`` now."""
+        stream = self.stream
+        if stream is not None:
+            stream.wake()
 
     def stop_stream(self) -> None:
         """Close the replication connection and wait (briefly) until its server process has gone, so that the

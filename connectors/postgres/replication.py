@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
+import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ class ReplicationStream:
         self.conn = connect(dsn, application_name=application_name, replication=True)
         self._streaming = False
         self.server_wal_end = 0
+        #: :meth:`wake` ends a :meth:`wait_readable` early: another thread has something for the reading one
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
 
     def create_slot(self, name: str, *, temporary: bool = False) -> tuple[int, str]:
         """Create a pgoutput slot exporting a snapshot; returns (consistent point, snapshot name).
@@ -153,14 +158,26 @@ class ReplicationStream:
             self.wait_readable(remaining)
 
     def wait_readable(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for stream data, then pull it into libpq's buffer."""
+        """Wait up to ``timeout`` seconds for stream data, then pull it into libpq's buffer; returns early when
+        another thread calls :meth:`wake`."""
         pgconn = self.conn.pgconn
         try:
-            ready, _, _ = select.select([pgconn.socket], [], [], timeout)
-            if ready:
+            socket_, wake = pgconn.socket, self._wake_r.fileno()
+            ready, _, _ = select.select([socket_, wake], [], [], timeout)
+            if wake in ready:
+                with contextlib.suppress(BlockingIOError):
+                    while self._wake_r.recv(64):
+                        pass
+            if socket_ in ready:
                 pgconn.consume_input()
         except (psycopg.OperationalError, OSError, ValueError) as exc:
             raise ConnectionLost(f"replication stream broke: {exc}") from exc
+
+    def wake(self) -> None:
+        """From any thread: end the reading thread's :meth:`wait_readable` now (the writer became free: a flush
+        waits to be handed over; without this the reader noticed only with the next data or after its wait)."""
+        with contextlib.suppress(OSError):  # a wake-up is pending already (buffer full), or the stream closed
+            self._wake_w.send(b"w")
 
     def send_status(self, written: int, flushed: int, *, reply: bool = False) -> None:
         """Standby status update: ``flushed`` is what the server may forget (the slot's confirmed position)."""
@@ -178,3 +195,5 @@ class ReplicationStream:
     def close(self) -> None:
         with contextlib.suppress(psycopg.Error):
             self.conn.close()
+        self._wake_r.close()
+        self._wake_w.close()
