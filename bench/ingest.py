@@ -271,12 +271,13 @@ class CutWatch(threading.Thread):
         self.join()
         return confirmed_at
 
-    def delays(self, catalog, name: str, start_lsn: int) -> list[float]:  # type: ignore[no-untyped-def]
-        """Seconds from each source commit after ``start_lsn`` to the first cut seen past it."""
+    def delays(self, catalog, name: str, start_lsn: int, since: float = 0.0) -> list[float]:  # type: ignore[no-untyped-def]
+        """Seconds from each source commit after ``start_lsn`` (and at or after ``since``, a wall-clock time) to
+        the first cut seen past it."""
         rows = catalog.load_table(f"{name}__changelog").scan(selected_fields=("_lsn", "_commit_ts")).to_arrow()
         out = []
         for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(), strict=True):
-            if lsn > start_lsn:
+            if lsn > start_lsn and ts.timestamp() >= since:
                 seen = next((at for cut, at in self.moves if cut > lsn), None)
                 if seen is not None:
                     out.append(seen - ts.timestamp())
@@ -301,6 +302,9 @@ SELECT nextval('bench_many_turn') % :tables AS t \\gset
 INSERT INTO many_:t SELECT i, i % 1000, 'name ' || i, i / 100.0, now() - i * interval '1 second'
   FROM (SELECT nextval('bench_many_ids') AS i FROM generate_series(1, {per_txn})) s;
 """
+
+
+SETTLE = 15.0  #: seconds of load after which the many-tables row also reports freshness apart
 
 
 def pgbench() -> str:
@@ -332,6 +336,10 @@ def many_tables(
     with psycopg.connect(dsn, autocommit=True) as conn:
         for name in names:
             conn.execute(TABLE.format(name))
+            # the source's own upkeep is not lakegate's work and would run on another machine: here autovacuum
+            # found all the tables due at once some 20-50 s into the load and took half a core for seconds,
+            # tripling the flushes meanwhile (the p99 was theirs)
+            conn.execute(f"ALTER TABLE {name} SET (autovacuum_enabled = false)")
             conn.execute(FILL.format(name), (1, 100))
         conn.execute("CREATE SEQUENCE bench_many_turn")
         conn.execute("CREATE SEQUENCE bench_many_ids START 1000")
@@ -346,7 +354,7 @@ def many_tables(
     with psycopg.connect(dsn, autocommit=True) as conn:
         start_lsn = parse_lsn(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
         started = resource.getrusage(resource.RUSAGE_CHILDREN)
-        began = time.monotonic()
+        began, began_at = time.monotonic(), time.time()
         load = subprocess.run(
             [
                 pgbench(), "--no-vacuum", "--file", str(script), "--rate", f"{tables * rate / per_txn:g}",
@@ -370,10 +378,13 @@ def many_tables(
     rss = worker.stop()
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
     delays = [d for name in names for d in watch.delays(catalog, f"public.{name}", start_lsn)]
+    settled = [d for name in names for d in watch.delays(catalog, f"public.{name}", start_lsn, began_at + SETTLE)]
     written = [d for name in names for d in visible_after(catalog, f"public.{name}", start_lsn)]
     return {
         "p50": percentile(delays, 50),
         "p99": percentile(delays, 99),
+        "settled_p50": percentile(settled, 50),
+        "settled_p99": percentile(settled, 99),
         "written_p50": percentile(written, 50),
         "written_p99": percentile(written, 99),
         "changes": len(delays),
@@ -394,6 +405,12 @@ def many_tables_rows(dsn: str, root: Path, args: argparse.Namespace) -> list[tup
     return [
         (f"freshness p50 (to the first consistent cut past the change), {label}", f"{many['p50']:.2f} s", "", ""),
         (f"freshness p99, {label}", f"{many['p99']:.2f} s", "target 3 s", f"{many['changes']:,.0f} changes"),
+        (
+            f"the same, changes committed after the load's first {SETTLE:.0f} s (the worker's start-up behind it)",
+            f"{many['settled_p50']:.2f} s / {many['settled_p99']:.2f} s",
+            "p50 / p99",
+            "",
+        ),
         (
             "the same, to the change-log snapshot's own timestamp (written; visible at the flush's end)",
             f"{many['written_p50']:.2f} s / {many['written_p99']:.2f} s",
