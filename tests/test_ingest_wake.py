@@ -20,12 +20,13 @@ from lakegate.connectors.postgres.replication import ReplicationStream
 from lakegate.ingest.committer import Committer
 
 
-def _quiet(stream: ReplicationStream) -> None:
-    """Read what the server sent so far (its first keepalive): from now on it sends nothing for a while."""
+def _drain(stream: ReplicationStream) -> int:
+    """Read the stream data libpq holds (keepalives: the table is never written); returns how many messages."""
     pgconn = stream.conn.pgconn
-    stream.wait_readable(0.5)
+    count = 0
     while pgconn.get_copy_data(1)[0] > 0:
-        pass
+        count += 1
+    return count
 
 
 def test_wake_ends_a_wait_for_stream_data(pg: psycopg.Connection, pg_dsn: str) -> None:
@@ -35,11 +36,17 @@ def test_wake_ends_a_wait_for_stream_data(pg: psycopg.Connection, pg_dsn: str) -
     try:
         stream.create_slot("wake_slot", temporary=True)
         stream.start("wake_slot", "wake_pub")
-        _quiet(stream)
+        stream.wait_readable(0.5)
+        _drain(stream)
         ended = threading.Event()
 
         def wait() -> None:
-            stream.wait_readable(120.0)  # nothing arrives: only the wake-up ends it before two minutes
+            """Wait until a wait ends with nothing to read: the wake-up (a keepalive the server sends meanwhile
+            ends a wait too, with data; that one does not count)."""
+            while True:
+                stream.wait_readable(120.0)
+                if _drain(stream) == 0:
+                    break
             ended.set()
 
         waiter = threading.Thread(target=wait, daemon=True)
@@ -50,6 +57,7 @@ def test_wake_ends_a_wait_for_stream_data(pg: psycopg.Connection, pg_dsn: str) -
         stream.wake()  # a wake-up with nobody waiting is kept: the next wait returns at once, then waits again
         stream.wake()
         stream.wait_readable(120.0)
+        _drain(stream)
         again = threading.Thread(target=wait, daemon=True)
         ended.clear()
         again.start()
