@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import Table
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary
@@ -126,6 +127,8 @@ def twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LakeTable, L
         return used[-1]
 
     monkeypatch.setattr(leancommit, "commit", counted)
+    # the twins merge their manifests at the same flush, the property's (merge_count spreads tables by UUID)
+    monkeypatch.setattr(leancommit, "merge_count", lambda metadata: 32)
     return made[0], made[1], used
 
 
@@ -167,6 +170,43 @@ def test_lean_commits_write_what_pyiceberg_writes(twins, tmp_path: Path, monkeyp
                 expected[key] = name
     state = other.load_table("public.lean").scan().to_arrow()
     assert dict(zip(state["id"].to_pylist(), state["name"].to_pylist(), strict=True)) == expected
+
+
+def test_tables_written_together_merge_their_manifests_at_different_flushes(tmp_path: Path) -> None:
+    """Every table's commits merge its manifests once ``min-count-to-merge`` of them piled up; tables written
+    together in every flush must not all merge at the same flush (that flush took three times as long)."""
+    catalog = open_catalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse"))
+    count, flushes = 8, 16
+    tables = []
+    for i in range(8):
+        table = LakeTable(catalog, _schema(f"t{i}"))
+        table.create()
+        for lake in (table.changelog, table.state):
+            assert lake is not None
+            with lake.transaction() as txn:
+                txn.set_properties({"commit.manifest.min-count-to-merge": str(count)})
+        table.refresh()
+        tables.append(table)
+    merged_at: dict[str, list[int]] = {}
+    for flush in range(flushes):
+        changes = _changes(flush)
+        with flushcatalog.flush(catalog):
+            for table in tables:
+                table.append(changes, Position(100 + flush, changes.num_rows))
+        for table in tables:
+            for lake in (table.changelog, table.state):
+                assert lake is not None and lake.current_snapshot() is not None
+                manifests = lake.current_snapshot().manifests(lake.io)  # type: ignore[union-attr]
+                for kind in ManifestContent:
+                    kept = sum(m.content == kind for m in manifests)
+                    assert kept <= count + count // 2, f"{lake.name()} kept {kept} {kind.name} manifests"
+                if sum(m.content == ManifestContent.DATA for m in manifests) == 1 and flush > 0:
+                    merged_at.setdefault(".".join(lake.name()), []).append(flush)
+    changelogs = {name: at for name, at in merged_at.items() if name.endswith("__changelog")}
+    assert len(changelogs) == len(tables), f"every change log merged its manifests: {merged_at}"
+    firsts = [at[0] for at in changelogs.values()]
+    assert min(firsts) >= count - 1, f"merged before {count} manifests piled up: {changelogs}"
+    assert len(set(firsts)) >= 2, f"the change logs merged at the same flushes: {changelogs}"
 
 
 def test_a_snapshot_is_added_as_pyiceberg_s_updates_add_it(tmp_path: Path) -> None:

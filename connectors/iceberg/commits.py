@@ -141,7 +141,11 @@ def _pyiceberg_append(txn: Transaction, properties: dict[str, str]) -> Any:
         TableProperties.MANIFEST_MERGE_ENABLED,
         TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
     )
-    return update.merge_append() if merge_manifests else update.fast_append()
+    if not merge_manifests:
+        return update.fast_append()
+    producer = update.merge_append()
+    producer._min_count_to_merge = leancommit.merge_count(txn.table_metadata)  # spread (see there)
+    return producer
 
 
 def repeat(value: object, n: int, typ: pa.DataType) -> pa.Array:

@@ -10,9 +10,10 @@
   by functions compiled once from pyiceberg's writer tree (:mod:`.avroencode`, about half the CPU of walking
   the tree), its block deflated with zlib state sized to the block (:class:`_SmallDeflate`), its sync marker
   drawn from :mod:`.ids`;
-- a table's manifest list is rewritten at every commit with up to ``min-count-to-merge`` manifests of each kind that
-  did not change: each manifest's record is encoded once per process (pyiceberg's pure-Python encoder spent about
-  0.1 ms on each of them) and not copied again when its sequence numbers are already assigned.
+- a table's manifest list is rewritten at every commit with up to ``min-count-to-merge`` manifests of each kind (and
+  half again, :func:`.leancommit.merge_count`) that did not change: each manifest's record is encoded once per
+  process (pyiceberg's pure-Python encoder spent about 0.1 ms on each of them) and not copied again when its
+  sequence numbers are already assigned.
 """
 
 from __future__ import annotations
@@ -249,8 +250,8 @@ class ManifestWriter(ManifestWriterV2):
 
 class ManifestListWriter(ManifestListWriterV2):
     """pyiceberg's v2 manifest-list writer; each manifest's record is encoded once per process (a table's list
-    is rewritten at every commit, with up to ``min-count-to-merge`` manifests of each kind that did not change:
-    pyiceberg's pure-Python encoder spent about 0.1 ms on each of them)."""
+    is rewritten at every commit, with up to ``min-count-to-merge`` (and half again) manifests of each kind that
+    did not change: pyiceberg's pure-Python encoder spent about 0.1 ms on each of them)."""
 
     def __enter__(self) -> ManifestListWriter:
         template = _template(

@@ -9,7 +9,8 @@ position deletes), commit requirements and retry loop are reused as they are. Wr
 
 - a manifest writer for delete manifests (pyiceberg's writers write ``content = data`` only);
 - which manifests the new snapshot keeps: the parent's, minus the entries of removed files; manifests are merged
-  as pyiceberg's merge-append does (``commit.manifest-merge.enabled``), delete manifests among themselves;
+  as pyiceberg's merge-append does (``commit.manifest-merge.enabled``; the count spread by table,
+  :func:`.leancommit.merge_count`), delete manifests among themselves;
 - conflict detection between the base snapshot and the catalog's head when a commit lost a race (reusing
   pyiceberg's validations): files this commit removes or whose rows it deletes must still exist, no delete file
   may have been added for a data file it removes, and with ``exclusive=True`` (a state table, whose key index
@@ -261,9 +262,7 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
             TableProperties.MANIFEST_TARGET_SIZE_BYTES,
             TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
         )
-        count = property_as_int(
-            props, TableProperties.MANIFEST_MIN_MERGE_COUNT, TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT
-        )
+        count = leancommit.merge_count(self._transaction.table_metadata)
         data = [m for m in manifests if m.content == ManifestContent.DATA]
         deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
         merged = []
