@@ -42,7 +42,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table import Transaction as PyIcebergTransaction
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.table.update.snapshot import _ManifestMergeManager, _SnapshotProducer
 from pyiceberg.table.update.validate import (
     _validate_data_files_exist,
@@ -51,6 +51,7 @@ from pyiceberg.table.update.validate import (
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 from lakegate.connectors.iceberg import leancommit, manifestcache, manifestfiles
+from lakegate.connectors.iceberg.commits import PROP_LSN, PROP_SEQ
 
 
 class Transaction(PyIcebergTransaction):
@@ -72,10 +73,32 @@ class Transaction(PyIcebergTransaction):
         self._memo = (self._table.metadata, self._updates, metadata)
         return metadata
 
+    #: a maintenance commit's: its snapshots carry the checkpoint stamp of the snapshot they land on
+    carry_stamp = False
 
-def transaction(table: Table) -> Transaction:
+    def _rebuild_snapshot_updates(self) -> None:
+        """pyiceberg's retry after another writer committed: with :attr:`carry_stamp`, the snapshots land on the
+        new head, so they carry its lineage's stamp, not the one they were planned with (the checkpoint would go
+        back, and a worker started again would write the changes in between twice)."""
+        if self.carry_stamp:
+            metadata = self._table.metadata
+            carried: dict[str, str] = {}
+            for snapshot in ancestors_of(metadata.current_snapshot(), metadata):
+                found = snapshot.summary.additional_properties if snapshot.summary else {}
+                if PROP_LSN in found:
+                    carried = {k: found[k] for k in (PROP_LSN, PROP_SEQ) if k in found}
+                    break
+            for producer in self._snapshot_producers:
+                kept = {k: v for k, v in producer.snapshot_properties.items() if k not in (PROP_LSN, PROP_SEQ)}
+                producer.snapshot_properties = {**kept, **carried}
+        super()._rebuild_snapshot_updates()
+
+
+def transaction(table: Table, *, carry_stamp: bool = False) -> Transaction:
     """``table.transaction()``, but see :class:`Transaction`."""
-    return Transaction(table)
+    txn = Transaction(table)
+    txn.carry_stamp = carry_stamp
+    return txn
 
 
 class DeleteManifestWriter(ManifestWriterV2):
