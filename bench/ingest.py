@@ -9,6 +9,7 @@ machine in the same minute. Prints a markdown table (the one in README.md).
 from __future__ import annotations
 
 import argparse
+import bisect
 import os
 import re
 import resource
@@ -214,21 +215,26 @@ def freshness(dsn: str, root: Path, cfg: Path, seconds: float, rate: int) -> tup
 def visible_after(catalog, name: str, start_lsn: int) -> list[float]:  # type: ignore[no-untyped-def]
     """Seconds from each source commit after ``start_lsn`` to the change-log commit that made it visible."""
     table = catalog.load_table(f"{name}__changelog")
-    stamps = sorted(
+    stamps = sorted(  # the worker's commits (the upkeep's carry the stamp forward, minutes later)
         (int(s.summary.additional_properties["lakegate.lsn"]), s.timestamp_ms)
         for s in table.snapshots()
         if "lakegate.lsn" in s.summary.additional_properties
+        and "lakegate.maintenance" not in s.summary.additional_properties
     )
+    lsns = [lsn for lsn, _ in stamps]
     rows = table.scan(selected_fields=("_lsn", "_commit_ts")).to_arrow()
     commits = {
         (lsn, ts.timestamp())
         for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(), strict=True)
         if lsn > start_lsn
     }
+    whole = any(s.parent_snapshot_id is None for s in table.snapshots())  # no snapshot expired yet
     delays = []
     for lsn, committed_at in commits:
-        visible_ms = next(ms for stamp, ms in stamps if stamp >= lsn)
-        delays.append(visible_ms / 1000 - committed_at)
+        i = bisect.bisect_left(lsns, lsn)  # the first commit stamped at or past it
+        # unknown when the commit before it expired (the upkeep of a run longer than maintenance_interval)
+        if i < len(stamps) and (i > 0 or whole):
+            delays.append(stamps[i][1] / 1000 - committed_at)
     return delays
 
 
@@ -275,12 +281,13 @@ class CutWatch(threading.Thread):
         """Seconds from each source commit after ``start_lsn`` (and at or after ``since``, a wall-clock time) to
         the first cut seen past it."""
         rows = catalog.load_table(f"{name}__changelog").scan(selected_fields=("_lsn", "_commit_ts")).to_arrow()
+        cuts = [cut for cut, _ in self.moves]  # rising
         out = []
         for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(), strict=True):
             if lsn > start_lsn and ts.timestamp() >= since:
-                seen = next((at for cut, at in self.moves if cut > lsn), None)
-                if seen is not None:
-                    out.append(seen - ts.timestamp())
+                i = bisect.bisect_right(cuts, lsn)  # the first cut past it
+                if i < len(cuts):
+                    out.append(self.moves[i][1] - ts.timestamp())
         return out
 
 
