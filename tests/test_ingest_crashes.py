@@ -161,7 +161,7 @@ def _none_left(settings, warehouse: Path) -> bool:  # type: ignore[no-untyped-de
     ("point", "n"),
     [
         # compaction has written its files and not committed them
-        ("lakegate.connectors.iceberg.maintenance:write_files", 1),
+        ("lakegate.connectors.iceberg.maintenance:data_files", 1),
         # expiry has committed and not deleted the files only the expired snapshots used
         ("lakegate.connectors.iceberg.maintenance:_commit_expiry", 1),
     ],

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, LessThan
@@ -23,7 +24,7 @@ from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
 from lakegate.connectors.errors import CommitConflict
-from lakegate.connectors.iceberg import merge
+from lakegate.connectors.iceberg import filereads, merge
 from lakegate.connectors.iceberg.commits import checkpoint_of, data_files, stamp
 from lakegate.connectors.iceberg.cut import snapshot_at
 from lakegate.connectors.iceberg.references import referenced_paths
@@ -79,8 +80,7 @@ def compact(
         total += task.file.file_size_in_bytes
     if len(picked) < min_files:
         return Result()
-    scan = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue())
-    rows = scan.to_table(picked)
+    rows = _read(table, picked)
     if LSN in rows.column_names and SEQ in rows.column_names:
         rows = merge.sort_changes(rows)
     written = 0
@@ -100,6 +100,27 @@ def compact(
 
     _commit(table, rewrite)
     return Result(files_before=len(picked), files_after=written)
+
+
+def _read(table: Table, tasks: list[Any]) -> pa.Table:
+    """The rows of these files, in the table's current Arrow schema: read with pyarrow directly where a file has
+    the table's current columns (a busy change log's compaction reads hundreds of files of a few dozen rows each:
+    0.8 ms per file so, 2.2 ms through pyiceberg's scan), through pyiceberg's scan where it has not (a file
+    written before a schema change: renamed, added and promoted columns)."""
+    target = merge.arrow_schema(table.schema())
+    nothing = np.empty(0, dtype=np.int64)
+    parts: list[pa.Table] = []
+    others = []
+    for task in tasks:
+        rows = filereads.read_current(table, task.file, nothing)
+        if rows is None:
+            others.append(task)
+        else:
+            parts.append(rows)
+    if others:
+        scanned = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(others)
+        parts.append(merge.conform(scanned, target))
+    return pa.concat_tables(parts) if parts else target.empty_table()
 
 
 def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
@@ -139,12 +160,13 @@ def expire(
         victims.discard(current.snapshot_id)
     if not victims:
         return Result()
-    before = referenced_paths(table, victims)
+    lists: dict[str, Any] = {}  # the manifest lists, read once for both looks
+    before = referenced_paths(table, victims, lists)
     victims = _commit_expiry(table, victims)
     if not victims:
         return Result()
     table.refresh()
-    after = referenced_paths(table)
+    after = referenced_paths(table, lists=lists)
     orphans = before - after
     for path in orphans:
         try:

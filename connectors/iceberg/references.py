@@ -12,25 +12,37 @@ import contextlib
 import logging
 from collections.abc import Iterable
 
+from pyiceberg.manifest import ManifestFile
 from pyiceberg.table import Table
+
+from lakegate.connectors.iceberg import manifestcache
 
 log = logging.getLogger(__name__)
 
 
-def referenced_paths(table: Table, snapshot_ids: set[int] | None = None) -> set[str]:
-    """Manifest lists, manifests, data and delete files that the given snapshots (default: all) use."""
+def referenced_paths(
+    table: Table, snapshot_ids: set[int] | None = None, lists: dict[str, tuple[ManifestFile, ...]] | None = None
+) -> set[str]:
+    """Manifest lists, manifests, data and delete files that the given snapshots (default: all) use. Manifests are
+    read once per process (:mod:`.manifestcache`); manifest lists once per ``lists`` given (an expiry looks twice,
+    before and after: at a busy table's hundreds of snapshots each look cost 0.2 s, issue 11.16)."""
     paths: set[str] = set()
     seen_manifests: set[str] = set()
     for snapshot in table.metadata.snapshots:
         if snapshot_ids is not None and snapshot.snapshot_id not in snapshot_ids:
             continue
         paths.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
+        manifests = lists.get(snapshot.manifest_list) if lists is not None else None
+        if manifests is None:
+            manifests = tuple(snapshot.manifests(table.io))
+            if lists is not None:
+                lists[snapshot.manifest_list] = manifests
+        for manifest in manifests:
             if manifest.manifest_path in seen_manifests:
                 continue
             seen_manifests.add(manifest.manifest_path)
             paths.add(manifest.manifest_path)
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            for entry in manifestcache.entries(table.io, manifest, discard_deleted=False):
                 paths.add(entry.data_file.file_path)
     return paths
 

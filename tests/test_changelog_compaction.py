@@ -1,5 +1,6 @@
-"""A change log's compaction by the upkeep races the worker's appends (one a second on a busy table): an append
-that lands while the compaction reads and writes must not make it fail, and nothing may be lost or doubled."""
+"""A change log's compaction by the upkeep (connectors/iceberg/maintenance.py): it races the worker's appends (one
+a second on a busy table), and an append that lands while it reads and writes must not make it fail, nor may
+anything be lost or doubled; it reads files from before a schema change as the table reads them now."""
 
 from __future__ import annotations
 
@@ -104,3 +105,50 @@ def test_an_append_during_a_retention_trim_keeps_the_checkpoint(tmp_path: Path, 
     ids = sorted(changelog.scan().to_arrow()["id"].to_pylist())  # flushes 0-2: folded and past the retention
     assert ids == sorted(k for f in (3, 4, 5, 10) for k in _changes(f)["id"].to_pylist())
     assert checkpoint_of(changelog) == Position(110, 3), "the trim carried the stamp it was planned with"
+
+
+def test_compaction_reads_files_from_before_a_schema_change_as_the_table_does(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    catalog = open_catalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse"))
+    columns = (
+        Column("id", pa.int64(), "bigint", key=True, source_id=1),
+        Column("name", pa.string(), "text", source_id=2),
+    )
+    table = LakeTable(catalog, TableSchema(TableRef("public", "t"), columns, ("id",)))
+    table.create()
+    for flush in range(4):
+        table.append(_changes(flush), Position(100 + flush, 3))
+    # the source renames name -> label and adds a column: the lake follows (by attnum)
+    wider = TableSchema(
+        TableRef("public", "t"),
+        (
+            columns[0],
+            Column("label", pa.string(), "text", source_id=2),
+            Column("score", pa.int32(), "integer", source_id=3),
+        ),
+        ("id",),
+    )
+    table.evolve(wider)
+    for flush in range(4, 8):
+        changes = _changes(flush).rename_columns(["id", "label", OP, LSN, SEQ, COMMIT_TS])
+        table.append(changes.append_column("score", pa.array([flush] * 3, pa.int32())), Position(100 + flush, 3))
+    assert table.changelog is not None
+    before = table.changelog.scan().to_arrow().sort_by([("id", "ascending")])
+
+    direct: list[bool] = []
+    read_current = maintenance.filereads.read_current
+
+    def counted(*args: Any) -> Any:
+        rows = read_current(*args)
+        direct.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(maintenance.filereads, "read_current", counted)
+    result = maintenance.compact(table.changelog)
+    assert result.files_before == 8 and result.files_after == 1, result
+    assert direct.count(True) == 4 and direct.count(False) == 4, direct  # the older files through pyiceberg's scan
+
+    table.changelog.refresh()
+    after = table.changelog.scan().to_arrow().sort_by([("id", "ascending")])
+    assert after.column_names == before.column_names and {"label", "score"} <= set(after.column_names)
+    assert after.equals(before), "the compacted change log reads as before"
+    assert after["label"].null_count == 0 and after["score"].null_count == 12
