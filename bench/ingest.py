@@ -228,7 +228,10 @@ def visible_after(catalog, name: str, start_lsn: int) -> list[float]:  # type: i
         for lsn, ts in zip(rows["_lsn"].to_pylist(), rows["_commit_ts"].to_pylist(), strict=True)
         if lsn > start_lsn
     }
-    whole = any(s.parent_snapshot_id is None for s in table.snapshots())  # no snapshot expired yet
+    # no snapshot expired yet: the first one is there, and the upkeep has not run (it compacts, then expires)
+    whole = any(s.parent_snapshot_id is None for s in table.snapshots()) and not any(
+        "lakegate.maintenance" in s.summary.additional_properties for s in table.snapshots()
+    )
     delays = []
     for lsn, committed_at in commits:
         i = bisect.bisect_left(lsns, lsn)  # the first commit stamped at or past it
