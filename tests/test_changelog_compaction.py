@@ -31,7 +31,8 @@ def _changes(flush: int) -> pa.Table:
     )
 
 
-def test_an_append_during_a_change_log_compaction_does_not_fail_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _written(tmp_path: Path, flushes: int) -> tuple[LakeTable, LakeTable]:
+    """A table's lake tables after ``flushes`` flushes: the writer's object, and the upkeep's own view of them."""
     catalog = open_catalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse"))
     schema = TableSchema(
         TableRef("public", "t"),
@@ -40,9 +41,15 @@ def test_an_append_during_a_change_log_compaction_does_not_fail_it(tmp_path: Pat
     )
     writer = LakeTable(catalog, schema)
     writer.create()
-    for flush in range(10):
+    for flush in range(flushes):
         writer.append(_changes(flush), Position(100 + flush, 3))
-    upkeep = LakeTable.open(catalog, schema.table)  # the upkeep's own view of the tables
+    upkeep = LakeTable.open(catalog, schema.table)
+    assert upkeep.changelog is not None
+    return writer, upkeep
+
+
+def test_an_append_during_a_change_log_compaction_does_not_fail_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    writer, upkeep = _written(tmp_path, 10)
     assert upkeep.changelog is not None
 
     raced: list[int] = []
@@ -73,17 +80,7 @@ def test_an_append_during_a_change_log_compaction_does_not_fail_it(tmp_path: Pat
 
 def test_an_append_during_a_retention_trim_keeps_the_checkpoint(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The same for ``changelog_retention``'s delete (pyiceberg's own producer, retried on top of the append)."""
-    catalog = open_catalog("lake", f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse"))
-    schema = TableSchema(
-        TableRef("public", "t"),
-        (Column("id", pa.int64(), "bigint", key=True), Column("name", pa.string(), "text")),
-        ("id",),
-    )
-    writer = LakeTable(catalog, schema)
-    writer.create()
-    for flush in range(6):
-        writer.append(_changes(flush), Position(100 + flush, 3))
-    upkeep = LakeTable.open(catalog, schema.table)
+    writer, upkeep = _written(tmp_path, 6)
     assert upkeep.changelog is not None
 
     raced: list[int] = []
