@@ -354,6 +354,7 @@ class _Share:
                     "again: it creates the lake tables that are missing and copies them"
                 )
             table.catch_up()  # nothing to do after the worker's own; reads the key index now, not in a flush
+            table.warm()  # and what the first write derives, so that the first round is not slower than the rest
             self.tables[ref] = table
         self._written: list[TableRef] = []
 

@@ -34,6 +34,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema, sanitize_column_names
 from pyiceberg.table import TableProperties, Transaction
 from pyiceberg.table.locations import load_location_provider
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 from pyiceberg.utils.properties import property_as_int
 
@@ -60,10 +61,8 @@ class DataFileStream:
                 "writes unpartitioned tables only: remove the partition spec, or drop and copy the table again "
                 "with `lakegate maintain --resnapshot schema.table`"
             )
-        self._key = (str(metadata.table_uuid), metadata.current_schema_id)
-        self._file_schema, self._name_mapping = _cached(
-            ("schema", *self._key), lambda: _file_schema(metadata.schema())
-        )
+        self._key = _key(metadata)
+        self._file_schema, self._name_mapping = _schema_of(metadata)
         self._locations = load_location_provider(
             table_location=metadata.location, table_properties=metadata.properties
         )
@@ -224,19 +223,8 @@ class DataFileStream:
         self._stream = None
         self._bytes = 0
         # the table's current properties: a column may have been switched to counts-only since the file opened
-        properties = self._txn.table_metadata.properties
-        metrics = tuple(
-            sorted((k, v) for k, v in properties.items() if k.startswith("write.metadata.metrics"))
-        )
         statistics = filestats.statistics(
-            metadata,
-            _cached(
-                ("plan", *self._key, metrics),
-                lambda: filestats.plan(
-                    compute_statistics_plan(self._file_schema, properties),
-                    parquet_path_to_id_mapping(self._file_schema),
-                ),
-            ),
+            metadata, _plan_of(self._key, self._file_schema, self._txn.table_metadata.properties)
         )
         if size is None:
             size = len(self._io.new_input(self._path))
@@ -254,6 +242,33 @@ class DataFileStream:
                 **statistics,
             )
         )
+
+
+def _key(metadata: TableMetadata) -> tuple[str, int]:
+    return str(metadata.table_uuid), metadata.current_schema_id
+
+
+def _schema_of(metadata: TableMetadata) -> tuple[Schema, Any]:
+    """The data files' schema and name mapping of a table's current schema (see :func:`_cached`)."""
+    return _cached(("schema", *_key(metadata)), lambda: _file_schema(metadata.schema()))  # type: ignore[no-any-return]
+
+
+def _plan_of(key: tuple[str, int], file_schema: Schema, properties: dict[str, str]) -> Any:
+    """The statistics plan of the table's data files under its current metrics properties."""
+    metrics = tuple(sorted((k, v) for k, v in properties.items() if k.startswith("write.metadata.metrics")))
+    return _cached(
+        ("plan", *key, metrics),
+        lambda: filestats.plan(
+            compute_statistics_plan(file_schema, properties), parquet_path_to_id_mapping(file_schema)
+        ),
+    )
+
+
+def warm(metadata: TableMetadata) -> None:
+    """Derive now what the first data file of this table's current schema would: a writer process warms its
+    tables before the stream starts (issue 11.16)."""
+    file_schema, _ = _schema_of(metadata)
+    _plan_of(_key(metadata), file_schema, metadata.properties)
 
 
 _DERIVED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()

@@ -32,7 +32,16 @@ from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import LSN, SEQ, ZERO, Position, TableRef, TableSchema
 from lakegate.connectors.errors import LakeError
-from lakegate.connectors.iceberg import merge, schemachange, staging, statesync, tablecommit, tablesetup
+from lakegate.connectors.iceberg import (
+    datafiles,
+    leancommit,
+    merge,
+    schemachange,
+    staging,
+    statesync,
+    tablecommit,
+    tablesetup,
+)
 from lakegate.connectors.iceberg.commits import (
     PROP_LSN,
     PROP_SEQ,
@@ -178,6 +187,19 @@ class LakeTable:
         plan = plan_evolution(current, schema, CHANGELOG, attnums_of(self.changelog))
         self._plan = (current, attnums, schema, plan)
         return plan
+
+    def warm(self) -> None:
+        """Compute now, before the stream starts, what this process's first write to the tables would compute on
+        the way: the change log's schema plan, the data files' schema and statistics plans, and each table's
+        current manifest list (a table's first write in a writer process cost about 50 ms against 15 later, and
+        the first round of 200 tables took seconds; issue 11.16). Reads only: nothing is committed."""
+        if self.changelog is None:
+            return
+        self.plan(self.schema)
+        for table in (self.changelog, self.state):
+            if table is not None:
+                datafiles.warm(table.metadata)
+                leancommit.manifests_of(table.io, table.current_snapshot())
 
     def evolve(self, schema: TableSchema, backfill: Backfill | None = None) -> None:
         """Make both tables able to hold rows of ``schema``: rename (by source identity), add and widen columns;
