@@ -354,7 +354,10 @@ class _Share:
                     "again: it creates the lake tables that are missing and copies them"
                 )
             table.catch_up()  # nothing to do after the worker's own; reads the key index now, not in a flush
-            table.warm()  # and what the first write derives, so that the first round is not slower than the rest
+            try:  # and what the first write derives, so that the first round is not slower than the rest
+                table.warm()
+            except Exception as exc:  # only a head start: the first write meets the same trouble, and reports it
+                log.warning("%s: could not prepare its first write ahead (%s); the write prepares itself", ref, exc)
             self.tables[ref] = table
         self._written: list[TableRef] = []
 
