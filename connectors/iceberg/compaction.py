@@ -31,8 +31,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.exceptions import CommitFailedException, ValidationException
-from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry
 from pyiceberg.table import FileScanTask
 
@@ -197,8 +195,8 @@ def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) ->
     table = state.table
     target = merge.arrow_schema(table.schema())
     schema_id = table.metadata.current_schema_id
-    parts: list[pa.Table] = [merge.empty_table(target)]
-    others: list[FileScanTask] = []
+    parts: list[pa.Table] = []
+    rest: list[tuple[FileScanTask, np.ndarray]] = []
     for task in tasks:
         path = task.file.file_path
         gone = [deletes.for_file(layout.positions[d.file_path], path).to_numpy() for d in task.delete_files]
@@ -206,16 +204,9 @@ def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) ->
         kept = rowcache.recall(path, schema_id)  # written by this process moments ago: not read back
         if kept is not None and kept.num_rows == task.file.record_count:
             parts.append(filereads.without(pa.Table.from_arrays(kept.columns, schema=target), deleted))
-            continue
-        rows = filereads.read_current(table, task.file, deleted)
-        if rows is None:
-            others.append(task)
         else:
-            parts.append(rows)
-    if others:
-        scan = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue())
-        parts.append(merge.conform(scan.to_table(others), target))
-    return pa.concat_tables(parts)
+            rest.append((task, deleted))
+    return pa.concat_tables([filereads.read_all(table, rest), *parts])
 
 
 def compact(

@@ -14,11 +14,15 @@ a core (issue 11.16).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.manifest import DataFile
-from pyiceberg.table import Table
+from pyiceberg.table import FileScanTask, Table
 
 from lakegate.connectors.errors import LakeError
 from lakegate.connectors.iceberg import merge
@@ -90,6 +94,25 @@ def read_current(table: Table, data_file: DataFile, deleted: np.ndarray) -> pa.T
         data = parquet.read(use_threads=threaded(data_file))
     columns = [c if c.type == t.type else c.cast(t.type) for c, t in zip(data.columns, target, strict=True)]
     return without(pa.Table.from_arrays(columns, schema=target), deleted)
+
+
+def read_all(table: Table, files: Sequence[tuple[FileScanTask, np.ndarray]]) -> pa.Table:
+    """The rows of each task's data file but those at its deleted positions, in the table's current Arrow schema:
+    with pyarrow where a file has the table's current columns (:func:`read_current`), the others together through
+    pyiceberg's scan, which maps renamed, added and promoted columns and applies the tasks' delete files."""
+    target = merge.arrow_schema(table.schema())
+    parts: list[pa.Table] = [merge.empty_table(target)]
+    others: list[FileScanTask] = []
+    for task, deleted in files:
+        rows = read_current(table, task.file, deleted)
+        if rows is None:
+            others.append(task)
+        else:
+            parts.append(rows)
+    if others:
+        scanned = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(others)
+        parts.append(merge.conform(scanned, target))
+    return pa.concat_tables(parts)
 
 
 def without(rows: pa.Table, deleted: np.ndarray) -> pa.Table:

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, LessThan
-from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.expressions import And, BooleanExpression, LessThan
 from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
@@ -107,20 +106,8 @@ def _read(table: Table, tasks: list[Any]) -> pa.Table:
     the table's current columns (a busy change log's compaction reads hundreds of files of a few dozen rows each:
     0.8 ms per file so, 2.2 ms through pyiceberg's scan), through pyiceberg's scan where it has not (a file
     written before a schema change: renamed, added and promoted columns)."""
-    target = merge.arrow_schema(table.schema())
     nothing = np.empty(0, dtype=np.int64)
-    parts: list[pa.Table] = []
-    others = []
-    for task in tasks:
-        rows = filereads.read_current(table, task.file, nothing)
-        if rows is None:
-            others.append(task)
-        else:
-            parts.append(rows)
-    if others:
-        scanned = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(others)
-        parts.append(merge.conform(scanned, target))
-    return pa.concat_tables(parts) if parts else target.empty_table()
+    return filereads.read_all(table, [(task, nothing) for task in tasks])
 
 
 def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
