@@ -139,6 +139,39 @@ def test_orphan_removal_leaves_a_location_another_table_shares_alone(tmp_path) -
     assert lonely.scan().to_arrow().num_rows == 3
 
 
+def test_orphan_removal_reads_no_metadata_while_no_file_is_old_enough(tmp_path, monkeypatch) -> None:
+    """Files must be ``orphan_age`` old to go (three days by default): while none is, what the table references
+    (every manifest of every snapshot) is not read at all; once one is, the orphan among them goes."""
+    import os
+
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "warehouse"))
+    catalog.create_namespace("public")
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    table = catalog.create_table("public.t", rows.schema)
+    table.append(rows)
+    stray = Path(table.location().removeprefix("file://")) / "data" / "stray.parquet"
+    stray.write_bytes(b"PAR1")
+    reads: list[int] = []
+    real = orphans.referenced_paths
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(orphans, "referenced_paths", counted)
+    assert orphans.remove_orphans(table, timedelta(days=3)) == []
+    assert reads == [], "the table's references were read although no file could be old enough to go"
+    assert stray.exists()
+    four_days_ago = time.time() - 4 * 86400
+    os.utime(stray, (four_days_ago, four_days_ago))
+    assert orphans.remove_orphans(table, timedelta(days=3)) == [str(stray)]
+    assert reads, "an old file: the table's references decide"
+    assert table.scan().to_arrow().num_rows == 3
+
+
 def _unreferenced_data(settings, warehouse: Path, older_than: float) -> set[str]:  # type: ignore[no-untyped-def]
     """Data files and manifests on disk that no snapshot references, written more than ``older_than`` s ago."""
     cutoff = time.time() - older_than

@@ -67,6 +67,10 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
         raise LakeError(
             f"cannot list the files of lake table {_name(table)} at {table.location()}: {exc}"
         ) from exc
+    cutoff = time.time() - older_than.total_seconds()
+    if not any(_iceberg_file(f) and f.mtime is not None and f.mtime.timestamp() < cutoff for f in listed):
+        _drop_stale_markers(fs, table, older_than)  # nothing is old enough to go: what the table uses is not read
+        return []
     unreferenced = _unreferenced(table, listed, older_than)
     other = _other_table(fs, table, [f for f in unreferenced if f.path.endswith(".metadata.json")])
     if other:
@@ -78,12 +82,8 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
             other,
         )
         return []
-    cutoff = time.time() - older_than.total_seconds()
     old = [f for f in unreferenced if f.mtime is not None and f.mtime.timestamp() < cutoff]
-    _, stale = announced(table, older_than)
-    for path in stale:  # markers of transactions staged by a process that stopped long ago: they protect nothing
-        with contextlib.suppress(OSError):
-            fs.delete_file(path)
+    _drop_stale_markers(fs, table, older_than)
     if not old:
         return []
     # read the metadata again: a commit since the listing may have come to reference an old file (a write that
@@ -114,6 +114,18 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
     return removed
 
 
+def _iceberg_file(info: FileInfo) -> bool:
+    return info.type == FileType.File and info.path.endswith(ICEBERG_FILES)
+
+
+def _drop_stale_markers(fs: FileSystem, table: Table, older_than: timedelta) -> None:
+    """Delete the markers of transactions staged by a process that stopped long ago: they protect nothing."""
+    _, stale = announced(table, older_than)
+    for path in stale:
+        with contextlib.suppress(OSError):
+            fs.delete_file(path)
+
+
 def _unreferenced(table: Table, listed: list[FileInfo], older_than: timedelta) -> list[FileInfo]:
     """Those of ``listed`` (Iceberg's kinds of files only) that ``table``, read again, does not reference, and
     that no process stages (this one, or another whose marker is younger than ``older_than``)."""
@@ -123,9 +135,7 @@ def _unreferenced(table: Table, listed: list[FileInfo], older_than: timedelta) -
     staged, _ = announced(table, older_than)
     used = referenced_paths(table) | metadata_paths(table) | live_paths() | staged
     keep = {io.parse_location(p, io.properties)[2] for p in used}
-    return [
-        f for f in listed if f.type == FileType.File and f.path.endswith(ICEBERG_FILES) and f.path not in keep
-    ]
+    return [f for f in listed if _iceberg_file(f) and f.path not in keep]
 
 
 def _other_table(fs: FileSystem, table: Table, metadata_files: list[FileInfo]) -> str | None:
