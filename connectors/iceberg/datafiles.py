@@ -228,20 +228,20 @@ class DataFileStream:
         )
         if size is None:
             size = len(self._io.new_input(self._path))
-        self.files.append(
-            DataFile.from_args(
-                content=DataFileContent.DATA,
-                file_path=self._path,
-                file_format=FileFormat.PARQUET,
-                partition=Record(),
-                file_size_in_bytes=size,
-                sort_order_id=None,
-                spec_id=self._txn.table_metadata.default_spec_id,
-                equality_ids=None,
-                key_metadata=None,
-                **statistics,
-            )
+        data_file = DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=self._path,
+            file_format=FileFormat.PARQUET,
+            partition=Record(),
+            file_size_in_bytes=size,
+            sort_order_id=None,
+            spec_id=self._txn.table_metadata.default_spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **statistics,
         )
+        data_file.spec_id = self._txn.table_metadata.default_spec_id  # from_args leaves it unset
+        self.files.append(data_file)
 
 
 def _key(metadata: TableMetadata) -> tuple[str, int]:

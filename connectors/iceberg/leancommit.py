@@ -97,6 +97,8 @@ from lakegate.connectors.iceberg import flushcatalog, ids, manifestfiles, txncac
 _MANIFESTS: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()  #: manifest list path -> its entries
 _MANIFESTS_MAX = 4096  #: two per table: a worker's tables, a few times over
 _GUARD = threading.Lock()
+_RECORD: dict[str, tuple[ManifestFile, ...]] | None = None  #: see :func:`record`
+_RECORD_MAX = 100_000  #: a writer process's tables times the snapshots each keeps, a few times over
 ENABLED = True  #: False: every commit goes through pyiceberg (``bench.commits --compare`` measures both)
 
 
@@ -148,6 +150,20 @@ def _remember(path: str, manifests: tuple[ManifestFile, ...]) -> None:
         _MANIFESTS.move_to_end(path)
         while len(_MANIFESTS) > _MANIFESTS_MAX:
             _MANIFESTS.popitem(last=False)
+        if _RECORD is not None:
+            _RECORD[path] = manifests
+            while len(_RECORD) > _RECORD_MAX:
+                del _RECORD[next(iter(_RECORD))]
+
+
+def record(lists: dict[str, tuple[ManifestFile, ...]] | None) -> None:
+    """Put every manifest list this process writes or reads from now on into ``lists`` too (path -> manifests;
+    None: stop), for a caller that looks at the same lists again much later, when the bounded memory here has
+    let them go: a writer process's snapshot expiry (:mod:`lakegate.ingest.writerupkeep`), which takes out
+    what it expired. At most ``_RECORD_MAX`` are kept (the oldest go first)."""
+    global _RECORD
+    with _GUARD:
+        _RECORD = lists
 
 
 def merge_count(metadata: TableMetadata) -> int:

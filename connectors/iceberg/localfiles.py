@@ -64,3 +64,13 @@ def create(io: FileIO, location: str) -> Any:
     except FileNotFoundError:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return pa.OSFile(path, "wb")
+
+
+def delete(io: FileIO, location: str) -> None:
+    """Delete the file at ``location`` (``io.delete``; a local path is unlinked directly: an expiry deletes
+    hundreds of files, and pyiceberg's location parsing and file-system lookup cost ten times the unlink)."""
+    path = local_path(io, location)
+    if path is None:
+        io.delete(location)
+    else:
+        os.unlink(path)

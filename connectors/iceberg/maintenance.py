@@ -19,11 +19,12 @@ import numpy as np
 import pyarrow as pa
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import And, BooleanExpression, LessThan
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 
 from lakegate.connectors.changes import COMMIT_TS, LSN, SEQ
 from lakegate.connectors.errors import CommitConflict
-from lakegate.connectors.iceberg import filereads, merge
+from lakegate.connectors.iceberg import filereads, localfiles, merge
 from lakegate.connectors.iceberg.commits import checkpoint_of, data_files, stamp
 from lakegate.connectors.iceberg.cut import snapshot_at
 from lakegate.connectors.iceberg.references import referenced_paths
@@ -59,7 +60,12 @@ def _carry_stamp(table: Table, what: str = "compact") -> dict[str, str]:
 
 
 def compact(
-    table: Table, *, min_files: int = 8, small: int = SMALL_FILE, max_bytes: int = MAX_COMPACT_BYTES
+    table: Table,
+    *,
+    min_files: int = 8,
+    small: int = SMALL_FILE,
+    max_bytes: int = MAX_COMPACT_BYTES,
+    what: str = "compact",
 ) -> Result:
     """Rewrite the table's small data files into few large ones (one commit; the table's rows are unchanged).
 
@@ -82,23 +88,30 @@ def compact(
     rows = _read(table, picked)
     if LSN in rows.column_names and SEQ in rows.column_names:
         rows = merge.sort_changes(rows)
+    return rewrite(table, [task.file for task in picked], rows, what)
+
+
+def rewrite(table: Table, files: list[DataFile], rows: pa.Table, what: str = "compact") -> Result:
+    """Replace ``files`` (data files of ``table``'s current snapshot) by ``rows`` written anew, in one commit
+    stamped ``lakegate.maintenance = what``: ``rows`` must be exactly the rows of ``files``, in the order wanted.
+    Raises CommitConflict when a commit since removed one of the files."""
     written = 0
 
-    def rewrite(txn: Transaction) -> None:
+    def action(txn: Transaction) -> None:
         # a row delta, not pyiceberg's overwrite: that one refuses any file appended since its base (a busy
         # change log gets one a second, and a rewrite of hundreds of files lost that race about every fourth
         # time, issue 11.16); a rewrite conflicts only with a commit that removed one of its files
         nonlocal written
-        with RowDelta(txn, table.io, _carry_stamp(table), exclusive=False) as delta:
-            for task in picked:
-                delta.remove(task.file)
-            files = data_files(txn, table, merge.conform(rows, table.schema().as_arrow()))
+        with RowDelta(txn, table.io, _carry_stamp(table, what), exclusive=False) as delta:
             for data_file in files:
+                delta.remove(data_file)
+            added = data_files(txn, table, merge.conform(rows, table.schema().as_arrow()))
+            for data_file in added:
                 delta.add(data_file)
-            written = len(files)
+            written = len(added)
 
-    _commit(table, rewrite)
-    return Result(files_before=len(picked), files_after=written)
+    _commit(table, action)
+    return Result(files_before=len(files), files_after=written)
 
 
 def _read(table: Table, tasks: list[Any]) -> pa.Table:
@@ -123,14 +136,26 @@ def _commit(table: Table, action) -> None:  # type: ignore[no-untyped-def]
 
 
 def expire(
-    table: Table, older_than: timedelta, *, keep_last: int = 1, keep_at_most: int = 0, cut: int | None = None
+    table: Table,
+    older_than: timedelta,
+    *,
+    keep_last: int = 1,
+    keep_at_most: int = 0,
+    cut: int | None = None,
+    lists: dict[str, Any] | None = None,
+    deferred: list[str] | None = None,
+    refresh: bool = True,
 ) -> Result:
     """Expire snapshots older than ``older_than`` (always keeping the newest ``keep_last``), and with
     ``keep_at_most`` all but the newest that many, and delete the files that only they referenced.
 
     The snapshot a reader at the consistent cut ``cut`` reads (:func:`~.cut.snapshot_at`) and every newer one are
-    kept whatever the rules say."""
-    table.refresh()
+    kept whatever the rules say. ``lists``: the manifest lists read so far (path -> manifests), kept by a caller
+    that expires the same table again and again (a writer process; the lists of expired snapshots leave it).
+    ``deferred``: the files to delete are added to it instead of being deleted (the expiry is committed inside
+    a flush, and its files may go only once the flush landed)."""
+    if refresh:
+        table.refresh()
     snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
     cutoff_ms = int((datetime.now(UTC) - older_than).timestamp() * 1000)
     current = table.current_snapshot()
@@ -147,20 +172,47 @@ def expire(
         victims.discard(current.snapshot_id)
     if not victims:
         return Result()
-    lists: dict[str, Any] = {}  # the manifest lists, read once for both looks
-    before = referenced_paths(table, victims, lists)
+    if lists is None:
+        lists = {}  # the manifest lists, read once for both looks
+    before_commit = {s.snapshot_id: s for s in snapshots}
     victims = _commit_expiry(table, victims)
     if not victims:
         return Result()
-    table.refresh()
-    after = referenced_paths(table, lists=lists)
+    if refresh:
+        table.refresh()
+    gone = [before_commit[i] for i in victims if i in before_commit]
+    before = referenced_paths(table, lists=lists, snapshots=gone)
+    remaining = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number or 0)
+    # (as they were before the commit: pyiceberg clears the parent of a snapshot whose parent it expired)
+    if remaining and _one_line(table, gone, [before_commit.get(s.snapshot_id, s) for s in remaining]):
+        # one line of history, the expired ones all older: what they share with any snapshot kept, the oldest
+        # one kept has (a file once dropped from a line of snapshots never comes back); reading one snapshot's
+        # references instead of a hundred's was most of a busy table's expiry (issue 11.16)
+        after = referenced_paths(table, lists=lists, snapshots=remaining[:1])
+    else:
+        after = referenced_paths(table, lists=lists)
+    for snapshot in gone:
+        lists.pop(snapshot.manifest_list, None)
     orphans = before - after
+    if deferred is not None:
+        deferred.extend(orphans)
+        return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
     for path in orphans:
         try:
-            table.io.delete(path)
+            localfiles.delete(table.io, path)
         except (OSError, FileNotFoundError):
             log.warning("could not delete %s (no longer referenced); remove it by hand", path)
     return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
+
+
+def _one_line(table: Table, gone: list[Any], remaining: list[Any]) -> bool:
+    """Whether the snapshots expired and those kept (sorted by sequence number) are one line of history, each the
+    parent of the next, the expired ones first, with no branch or tag but ``main`` (at the newest)."""
+    line = sorted(gone, key=lambda s: s.sequence_number or 0) + remaining
+    if any(later.parent_snapshot_id != earlier.snapshot_id for earlier, later in zip(line, line[1:], strict=False)):
+        return False
+    refs = table.metadata.refs
+    return set(refs) <= {"main"} and all(ref.snapshot_id == line[-1].snapshot_id for ref in refs.values())
 
 
 def _commit_expiry(table: Table, victims: set[int]) -> set[int]:

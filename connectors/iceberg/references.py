@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
 
 from lakegate.connectors.iceberg import manifestcache
 
@@ -21,14 +22,18 @@ log = logging.getLogger(__name__)
 
 
 def referenced_paths(
-    table: Table, snapshot_ids: set[int] | None = None, lists: dict[str, tuple[ManifestFile, ...]] | None = None
+    table: Table,
+    snapshot_ids: set[int] | None = None,
+    lists: dict[str, tuple[ManifestFile, ...]] | None = None,
+    snapshots: Iterable[Snapshot] | None = None,
 ) -> set[str]:
-    """Manifest lists, manifests, data and delete files that the given snapshots (default: all) use. Manifests are
-    read once per process (:mod:`.manifestcache`); manifest lists once per ``lists`` given (an expiry looks twice,
-    before and after: at a busy table's hundreds of snapshots each look cost 0.2 s, issue 11.16)."""
+    """Manifest lists, manifests, data and delete files that the given snapshots (default: all of the table's, or
+    ``snapshots``) use. Manifests are read once per process (:mod:`.manifestcache`); manifest lists once per
+    ``lists`` given (an expiry looks twice, before and after: at a busy table's hundreds of snapshots each look
+    cost 0.2 s, issue 11.16)."""
     paths: set[str] = set()
     seen_manifests: set[str] = set()
-    for snapshot in table.metadata.snapshots:
+    for snapshot in table.metadata.snapshots if snapshots is None else snapshots:
         if snapshot_ids is not None and snapshot.snapshot_id not in snapshot_ids:
             continue
         paths.add(snapshot.manifest_list)
