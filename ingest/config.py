@@ -49,6 +49,12 @@ class IngestSettings:
         "--compact' then does it).",
         16,
     )
+    changelog_compact_every: int = setting(
+        "With writer processes (see processes), each compacts a change log it writes every this many commits to it "
+        "(up to half again, spread by table), from the rows it wrote, and expires both lake tables' snapshots "
+        "then (0 = leave both to the maintenance_interval upkeep).",
+        64,
+    )
     compact_deleted_fraction: float = setting(
         "Compaction rewrites a state table's data file without its deleted rows once this fraction of them is "
         "deleted (a file whose rows are all deleted is dropped).",

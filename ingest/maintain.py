@@ -51,9 +51,13 @@ def maintain_table(
     compact: bool,
     expire: bool,
     compact_state: bool = False,
+    tidy: bool | None = None,
 ) -> None:
     """``catch_up``: bring the state table up to its change log; ``compact``: the change log's small files, and
-    with ``compact_state`` the state table's (files past their deleted fraction, delete files)."""
+    with ``compact_state`` the state table's (files past their deleted fraction, delete files); ``expire``: the
+    snapshots past the rules; ``tidy`` (default: as ``expire``): the change log's retention and orphan files."""
+    if tidy is None:
+        tidy = expire
     if catch_up:
         caught = table.catch_up()
         if caught:
@@ -74,7 +78,7 @@ def maintain_table(
         )
         log.info("%s: state table: %s", table.schema.table, result)
     retention = cfg.changelog_retention
-    if expire and retention and table.changelog is not None:
+    if tidy and retention and table.changelog is not None:
         folded = table.state_checkpoint().lsn if table.state is not None else None
         trimmed = maintenance.trim_changelog(table.changelog, timedelta(seconds=retention), folded)
         if trimmed:
@@ -82,7 +86,7 @@ def maintain_table(
     rules: dict[str, Any] = {
         "expiry": timedelta(seconds=cfg.snapshot_expiry),
         "keep_at_most": cfg.snapshot_keep,
-        "cut": _cut_of(table) if expire else None,
+        "cut": cut_of(table) if expire else None,
     }
     try:
         if table.changelog is not None:
@@ -90,7 +94,7 @@ def maintain_table(
     finally:  # a change-log compaction that lost a race holds back no expiry
         if table.state is not None:  # compacted with its deletes above, never as a plain table
             maintenance.run([table.state], do_compact=False, do_expire=expire, **rules)
-    if expire and cfg.orphan_age:
+    if tidy and cfg.orphan_age:
         for lake in (table.changelog, table.state):
             if lake is not None:
                 # files wait orphan_age anyway: look at most hourly (sooner only when the age is shorter)
@@ -107,7 +111,7 @@ def _staged_on(table: LakeTable, cfg: IngestSettings) -> bool:
     return bool(staged)
 
 
-def _cut_of(table: LakeTable) -> int | None:
+def cut_of(table: LakeTable) -> int | None:
     """The consistent cut recorded for the table's source (readers read the table as of it: its snapshot there
     must not be expired); None without one."""
     try:

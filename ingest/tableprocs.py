@@ -18,6 +18,7 @@ One flush::
     worker: every process's swaps and the consistent cut in ONE catalog transaction, as without processes
     worker -> each process: "landed": old metadata files go, and the compactions the flush left due run in the
              process's own catalog transaction while the worker confirms and gathers the next flush
+    process, while no message waits: its tables' upkeep that fell due (ingest.writerupkeep), a table at a time
 
 Exactly once as before: nothing a process writes is visible before the worker's swap, and the swap checks each
 table's pointer. Any failure (a process raises or exits, the swap finds a table moved) fails the flush: the
@@ -56,6 +57,7 @@ from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.connectors.postgres import introspect
 from lakegate.connectors.postgres.connection import connect, translated
 from lakegate.connectors.postgres.rowbuffer import Segment
+from lakegate.ingest import writerupkeep
 
 log = logging.getLogger("lakegate.ingest")
 
@@ -111,6 +113,7 @@ class _Spec:
     tables: dict[TableRef, TableSchema]
     oids: dict[TableRef, int]
     logging: tuple[int, str | None, str | None, dict[str, int]]
+    upkeep: writerupkeep.Rules | None  #: the process compacts and expires its tables (None: the worker does)
 
 
 # --------------------------------------------------------------------------------------------- the worker's side
@@ -128,6 +131,7 @@ class TableProcesses:
         thresholds: compaction.Thresholds,
         tables: dict[TableRef, LakeTable],
         oids: dict[TableRef, int],
+        upkeep: writerupkeep.Rules | None = None,
     ) -> None:
         self.count = max(1, min(count, len(tables)))
         self._owner = {ref: zlib.crc32(str(ref).encode()) % self.count for ref in tables}
@@ -141,7 +145,7 @@ class TableProcesses:
         for ref, table in tables.items():
             shares[self._owner[ref]][ref] = table.schema
         self._specs = [
-            _Spec(lake, source, dsn, thresholds, share, {ref: oids[ref] for ref in share}, _logging())
+            _Spec(lake, source, dsn, thresholds, share, {ref: oids[ref] for ref in share}, _logging(), upkeep)
             for share in shares
         ]
 
@@ -360,6 +364,13 @@ class _Share:
                 log.warning("%s: could not prepare its first write ahead (%s); the write prepares itself", ref, exc)
             self.tables[ref] = table
         self._written: list[TableRef] = []
+        #: a write's swap is not known to have landed: nothing else may commit (it would build on staged versions)
+        self.landing = False
+        self.upkeep = (
+            writerupkeep.WriterUpkeep(self.catalog, spec.upkeep, list(self.tables.values()))
+            if spec.upkeep is not None
+            else None
+        )
 
     def write(
         self, share: list[tuple[TableRef, list[Segment]]], positions: dict[TableRef, Position], open_lsn: int | None
@@ -379,13 +390,17 @@ class _Share:
         for ref, outcome in outcomes.items():
             outcome.staged_lsn = self.tables[ref].staged_lsn
         self._written = list(outcomes)
+        self.landing = True
         return swaps, outcomes
 
     def landed(self) -> None:
         self.catalog.landed()
-        due = [self.tables[ref] for ref in self._written if self.tables[ref].compaction_due]
+        written = [self.tables[ref] for ref in self._written]
         self._written = []
-        self._apply.compact_due(self.catalog, due)
+        self.landing = False
+        self._apply.compact_due(self.catalog, [table for table in written if table.compaction_due])
+        if self.upkeep is not None:
+            self.upkeep.landed(written)
 
     def close(self) -> None:
         for table in self.tables.values():
@@ -413,6 +428,9 @@ def _main(conn: multiprocessing.connection.Connection, spec: _Spec) -> None:
     try:
         conn.send(("ready", None))
         while True:
+            if share.upkeep is not None and share.upkeep.pending() and not share.landing and not conn.poll(0):
+                share.upkeep.step()  # the lake's upkeep while the worker has nothing for this process
+                continue
             message = conn.recv()
             if message[0] == "write":
                 try:

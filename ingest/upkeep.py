@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import functools
 import json
 import logging
 import threading
@@ -28,6 +27,7 @@ from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.ingest.config import IngestSettings
 from lakegate.ingest.maintain import maintain_table
+from lakegate.ingest.writerupkeep import kept_by_writer
 
 log = logging.getLogger("lakegate.maintain")
 
@@ -73,7 +73,7 @@ class MaintenanceThread(threading.Thread):
     def run(self) -> None:
         cfg = self.cfg
         last_maintenance = time.monotonic()
-        maintain = functools.partial(maintain_table, cfg=cfg, catch_up=False, compact=True, expire=True)
+        maintain = self._maintain
         while not self.stop_event.wait(0.5):
             if not self.active():
                 continue
@@ -86,6 +86,13 @@ class MaintenanceThread(threading.Thread):
                 for ref, what in list(self.failures):
                     if what == "maintenance":
                         self._step(ref, what, maintain)
+
+    def _maintain(self, table: LakeTable) -> None:
+        """One table's upkeep; compaction and expiry are left to the writer process that does them (it did lately,
+        :mod:`.writerupkeep`)."""
+        interval = self.cfg.maintenance_interval
+        mine = not (interval and kept_by_writer(table, 2 * interval))
+        maintain_table(table, self.cfg, catch_up=False, compact=mine, expire=mine, tidy=True)
 
     def _table(self, ref: TableRef) -> LakeTable | None:
         if ref not in self.tables:

@@ -47,7 +47,7 @@ from lakegate.connectors.postgres.cdc import Flush, PostgresSource
 from lakegate.connectors.postgres.lease import WorkerBusy
 from lakegate.connectors.postgres.rowbuffer import Segment
 from lakegate.connectors.postgres.types import ConversionError
-from lakegate.ingest import apply, tableprocs
+from lakegate.ingest import apply, tableprocs, writerupkeep
 from lakegate.ingest.committer import Committer
 from lakegate.ingest.config import IngestSettings
 from lakegate.ingest.maintain import compaction_thresholds
@@ -306,6 +306,7 @@ class Worker:
             compaction_thresholds(self.cfg),
             tables,
             {ref: source.source_tables[ref].oid for ref in tables},
+            writerupkeep.rules(self.cfg),
         )
         try:
             procs.start()

@@ -14,6 +14,7 @@ from lakegate.connectors.changes import COMMIT_TS, LSN, OP, SEQ, Column, Positio
 from lakegate.connectors.iceberg import maintenance, merge
 from lakegate.connectors.iceberg.catalog import open_catalog
 from lakegate.connectors.iceberg.commits import checkpoint_of
+from lakegate.connectors.iceberg.references import referenced_paths
 from lakegate.connectors.iceberg.writer import LakeTable
 
 
@@ -149,3 +150,82 @@ def test_compaction_reads_files_from_before_a_schema_change_as_the_table_does(tm
     assert after.column_names == before.column_names and {"label", "score"} <= set(after.column_names)
     assert after.equals(before), "the compacted change log reads as before"
     assert after["label"].null_count == 0 and after["score"].null_count == 12
+
+
+def _on_disk(table: Any) -> set[str]:
+    root = Path(table.location().removeprefix("file://"))
+    return {str(p) for p in root.rglob("*") if p.suffix in (".parquet", ".avro")}
+
+
+def _used(table: Any) -> set[str]:
+    return {p.removeprefix("file://") for p in referenced_paths(table)}
+
+
+def _expire_after_compaction(tmp_path: Path) -> tuple[maintenance.Result, Any]:
+    writer, _ = _written(tmp_path, 12)
+    changelog = writer.changelog
+    assert changelog is not None
+    assert maintenance.compact(changelog, min_files=2).files_before >= 12  # files removed, kept by old snapshots
+    for flush in range(12, 18):
+        writer.append(_changes(flush), Position(100 + flush, 3))
+    result = maintenance.expire(changelog, timedelta(days=1), keep_at_most=5)
+    return result, changelog
+
+
+def test_expiry_on_a_line_of_history_deletes_what_no_kept_snapshot_uses_and_nothing_else(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """On one line of history the expiry reads only the oldest kept snapshot's references; it must delete what
+    the reading of every kept snapshot would (the general way, compared on a twin lake), and nothing in use."""
+    looks: list[int] = []
+    real = maintenance.referenced_paths
+
+    def counted(table: Any, *args: Any, snapshots: Any = None, **kwargs: Any) -> set[str]:
+        if snapshots is not None:
+            looks.append(len(list(snapshots)))
+        return real(table, *args, snapshots=snapshots, **kwargs)
+
+    monkeypatch.setattr(maintenance, "referenced_paths", counted)
+    fast, changelog = _expire_after_compaction(tmp_path / "fast")
+    assert looks and looks[-1] == 1, "the kept snapshots' references should be the oldest one's"
+    monkeypatch.setattr(maintenance, "_one_line", lambda *args: False)
+    general, twin = _expire_after_compaction(tmp_path / "general")
+    assert fast.snapshots_expired == general.snapshots_expired > 0
+    assert fast.files_deleted == general.files_deleted > 0
+    for table in (changelog, twin):
+        used, present = _used(table), _on_disk(table)
+        assert used <= present, f"files in use were deleted: {sorted(used - present)[:3]}"
+        assert present <= used, f"files no snapshot uses were left: {sorted(present - used)[:3]}"
+        rows = merge.sort_changes(merge.scan_to_arrow(table.scan()))
+        assert rows[LSN].to_pylist() == [100 + f for f in range(18) for _ in range(3)]
+
+
+def test_the_kept_tail_is_exactly_the_latest_appends_and_starts_again_after_another_commit(tmp_path: Path) -> None:
+    """A writer process compacts its change log from the rows it kept (ChangelogTail): they must be exactly the
+    files it appended since, and anything else committed to the change log (another process's compaction, a
+    schema change) must start the tail afresh, never leave it covering files the table no longer holds."""
+    writer, upkeep = _written(tmp_path, 2)
+    changelog = writer.changelog
+    assert changelog is not None and upkeep.changelog is not None
+    writer.keep_tail()
+    tail = writer.recent
+    assert tail is not None
+    tail.restart(changelog)
+    for flush in range(2, 8):
+        writer.append(_changes(flush), Position(100 + flush, 3))
+    assert tail.covers(changelog) and tail.appends == 6 and len(tail.files) == 6
+    assert tail.rows()[LSN].to_pylist() == [100 + f for f in range(2, 8) for _ in range(3)]
+    result = maintenance.rewrite(changelog, tail.files, tail.rows(), "writer")
+    assert (result.files_before, result.files_after) == (6, 1)
+    tail.restart(changelog)
+    rows = merge.sort_changes(merge.scan_to_arrow(changelog.scan()))
+    assert rows[LSN].to_pylist() == [100 + f for f in range(8) for _ in range(3)], "rows lost or doubled"
+    assert checkpoint_of(changelog) == Position(107, 3)
+
+    writer.append(_changes(8), Position(108, 3))
+    assert tail.covers(changelog)
+    maintenance.compact(upkeep.changelog, min_files=2)  # someone else commits to the change log
+    changelog.refresh()
+    assert not tail.covers(changelog), "the kept files may have been compacted away"
+    writer.append(_changes(9), Position(109, 3))
+    assert tail.covers(changelog) and len(tail.files) == 1, "the tail starts again on top of the other commit"

@@ -19,6 +19,7 @@ import pytest
 
 from lakegate.connectors.changes import TableRef
 from lakegate.connectors.errors import Resnapshot, SchemaChangeError
+from lakegate.connectors.iceberg.references import referenced_paths
 from lakegate.connectors.postgres import introspect
 from lakegate.connectors.postgres.connection import connect
 from lakegate.connectors.postgres.types import ConversionError, codec_for
@@ -113,6 +114,51 @@ def test_schema_changes_that_ask_the_source_work_in_a_writer_process(
     _assert_readers_equal_source(pg, settings, ["public.t03", "public.t04", "public.t05", "public.t06"])
     renamed = lake_table(settings, "public.t04").state.schema().as_arrow().names
     assert "body" in renamed and "big" not in renamed
+
+
+def test_writer_processes_compact_and_expire_their_tables_and_lose_nothing(
+    pg: psycopg.Connection, pg_dsn: str, lake_dir
+) -> None:
+    """The writer processes' own upkeep (ingest.writerupkeep): change logs compacted from the rows kept in memory
+    (and now and then from the lake), snapshots expired, the files only expired snapshots used deleted; across
+    a schema change that starts a table's kept rows afresh. Every change is there once, every reader agrees with
+    the source, and no file the lake references is gone."""
+    _create(pg)
+    rounds, every, keep = 40, 3, 4
+    settings = make_settings(
+        pg_dsn, lake_dir, TABLES, processes=2, changelog_compact_every=every, snapshot_keep=keep
+    )
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        _writers(worker)
+        for r in range(rounds):
+            _churn(pg, 1, start=1000 + 10 * r)  # one round per flush or so: many small appends per table
+            if r == rounds // 2:
+                pg.execute("ALTER TABLE t02 ADD COLUMN note text")
+            time.sleep(0.25)
+        wait_caught_up(pg)
+    _assert_readers_equal_source(pg, settings, TABLES)
+    for ref in TABLES:
+        table = lake_table(settings, ref)
+        changes = table.changelog.scan().to_arrow()
+        # the copy's 30 rows, then an insert and an update per round and a delete per round but the first
+        assert changes.num_rows == 30 + 3 * rounds - 1, f"{ref}: changes lost or doubled by the upkeep"
+        for lake in (table.changelog, table.state):
+            snapshots = len(lake.metadata.snapshots)
+            assert snapshots <= keep + every + every // 2 + 2, f"{ref}: {snapshots} snapshots kept; expiry did not run"
+            used = referenced_paths(lake)
+            assert all(os.path.exists(p.removeprefix("file://")) for p in used), f"{ref}: a referenced file is gone"
+        files = len(list(table.changelog.scan().plan_files()))
+        assert files < rounds / 2, f"{ref}: {files} change-log files after {rounds} appends; nothing compacted them"
+        for lake in (table.changelog, table.state):
+            on_disk = {
+                os.path.join(d, f)
+                for d, _, names in os.walk(lake.location().removeprefix("file://"))
+                for f in names
+                if f.endswith((".parquet", ".avro"))
+            }
+            unreferenced = on_disk - {p.removeprefix("file://") for p in referenced_paths(lake)}
+            assert not unreferenced, f"{ref}: files of expired snapshots were left behind: {sorted(unreferenced)[:3]}"
 
 
 def test_a_huge_transaction_is_staged_in_the_writer_processes_and_seen_whole(

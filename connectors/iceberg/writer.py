@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import GreaterThanOrEqual
+from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table, Transaction
 
@@ -47,6 +48,7 @@ from lakegate.connectors.iceberg.commits import (
     PROP_SEQ,
     append_producer,
     checkpoint_of,
+    data_files,
     guard_statistics,
     stamp,
     write_files,
@@ -96,6 +98,58 @@ class _Same:
     __hash__ = None  # type: ignore[assignment]
 
 
+class ChangelogTail:
+    """The data files of a change log's latest appends, each with the rows written to it, while nothing else
+    has been committed to the change log in between and its schema has not changed: exactly the rows of those
+    files, in position order, so that they can be compacted into one file without reading them back (a writer
+    process's upkeep, :mod:`lakegate.ingest.writerupkeep`). Anything else committed to the change log (a
+    compaction by someone else, a backfill, a copy, a transaction written in parts) starts the tail afresh."""
+
+    def __init__(self) -> None:
+        self.files: list[DataFile] = []
+        self.parts: list[pa.Table] = []
+        self.head: int | None = None  #: the change-log snapshot of the last append kept
+        self.schema_id: int | None = None
+        self.appends = 0  #: appends since the last :meth:`restart`, kept or not
+
+    def appended(self, changelog: Table, files: list[DataFile], rows: pa.Table, *, whole: bool) -> None:
+        """``files`` holding ``rows`` were just appended to ``changelog`` (``whole``: and nothing else)."""
+        snapshot = changelog.current_snapshot()
+        schema_id = changelog.metadata.current_schema_id
+        self.appends += 1
+        if snapshot is None:
+            self.restart(changelog)
+            return
+        on_tail = self.head is not None and snapshot.parent_snapshot_id == self.head and schema_id == self.schema_id
+        if not (whole and on_tail):
+            self.files, self.parts = [], []
+            self.schema_id = schema_id
+        if whole:
+            self.files += files
+            self.parts.append(rows)
+        self.head = snapshot.snapshot_id
+
+    def covers(self, changelog: Table) -> bool:
+        """Whether the kept files are the latest ones ``changelog`` holds (nothing committed since)."""
+        snapshot = changelog.current_snapshot()
+        return (
+            bool(self.files)
+            and snapshot is not None
+            and snapshot.snapshot_id == self.head
+            and changelog.metadata.current_schema_id == self.schema_id
+        )
+
+    def rows(self) -> pa.Table:
+        return pa.concat_tables(self.parts)
+
+    def restart(self, changelog: Table) -> None:
+        """Keep nothing so far; the next append (on top of the change log as it is now) starts the tail."""
+        snapshot = changelog.current_snapshot()
+        self.files, self.parts, self.appends = [], [], 0
+        self.head = snapshot.snapshot_id if snapshot is not None else None
+        self.schema_id = changelog.metadata.current_schema_id
+
+
 class LakeTable:
     """State and change-log tables of one source table in one Iceberg catalog."""
 
@@ -118,6 +172,9 @@ class LakeTable:
         self._follower = statesync.Follower(compaction)
         #: the change-log files of a transaction written in parts, until its last part (connectors.iceberg.staging)
         self._staged: staging.Staged | None = None
+        #: the change log's files appended by this object since its last compaction, with their rows (only when
+        #: :meth:`keep_tail` asked for it: a writer process compacts them without reading them back)
+        self.recent: ChangelogTail | None = None
         #: the last plan (change-log schema object, its attnum record, source schema, plan)
         self._plan: tuple[Schema, str | None, TableSchema, Evolution] | None = None
         #: what the last :meth:`evolve` that changed nothing was asked with (see there)
@@ -380,14 +437,20 @@ class LakeTable:
         changelog = self.changelog
         assert changelog is not None
 
+        written: list[DataFile] = []
+
         def action(txn: Transaction) -> None:
             with append_producer(txn, stamp(position)) as producer:
                 for data_file in staged.data if staged is not None else ():
                     producer.append_data_file(data_file)
-                write_files(txn, changelog, data, producer)
+                written[:] = data_files(txn, changelog, data)
+                for data_file in written:
+                    producer.append_data_file(data_file)
 
         before = self.checkpoint() or ZERO
         self._commit(changelog, action)
+        if self.recent is not None:
+            self.recent.appended(changelog, written, data, whole=staged is None)
         if staged is not None:
             files = len(staged.release())
             self._staged = None
@@ -452,6 +515,11 @@ class LakeTable:
             self._staged.release()
             self._staged = None
         self._follower.abandon_staged()
+
+    def keep_tail(self) -> None:
+        """Keep the rows of this object's change-log appends from now on (see :class:`ChangelogTail`)."""
+        if self.recent is None:
+            self.recent = ChangelogTail()
 
     def forget_index(self) -> None:
         """The state table's key index is read from the lake again at its next use (a compaction's commit that
