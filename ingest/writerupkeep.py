@@ -10,8 +10,8 @@ The writer process that owns a table has all of it at hand: it wrote the change 
 their rows, :class:`~lakegate.connectors.iceberg.writer.ChangelogTail`), it knows the manifest lists of the
 snapshots it made, and nobody else commits to its tables. So after every ``changelog_compact_every`` or so
 appends to a table (spread by the table's UUID, so that tables written together do not all come due at one
-flush), once the flush has landed, the process does the table's upkeep, one table at a time and only while the
-worker has no flush for it (a flush waits for one table's upkeep at most):
+flush), once the flush has landed, the process does the table's upkeep, a table at a time, in two pieces (the
+compaction, the expiry) and only while the worker has no flush for it (a flush waits for one piece at most):
 
 - the change log's files kept since its last upkeep are replaced by one file written from the kept rows (no
   reads); every ``MERGE_EVERY``-th time, and where the tail does not cover them (something else committed to
@@ -19,7 +19,7 @@ worker has no flush for it (a flush waits for one table's upkeep at most):
   files written from kept rows are merged in turn);
 - both tables' snapshots are expired by the same rules (``snapshot_expiry``, ``snapshot_keep``, the consistent
   cut kept), with the manifest lists this process committed kept in memory (:func:`.leancommit.record`);
-- all of it in one catalog transaction of the process's own; the files the expired snapshots alone referenced
+- each piece in a catalog transaction of the process's own; the files the expired snapshots alone referenced
   are deleted once it has landed.
 
 The compaction's snapshot carries ``lakegate.maintenance = writer``; the background upkeep leaves compaction and
@@ -33,6 +33,7 @@ import contextlib
 import logging
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -79,10 +80,15 @@ class WriterUpkeep:
         leancommit.record(self._lists)
         self._rounds: dict[str, int] = {}  #: change log -> upkeeps so far (every MERGE_EVERY-th reads back)
         self._queue: dict[int, LakeTable] = {}  #: the tables whose upkeep is due
+        #: the pieces left of the upkeep under way: (table, piece), each one catalog transaction
+        self._pieces: list[tuple[LakeTable, Callable[[LakeTable, list[tuple[Any, str]]], str]]] = []
         for table in tables:
             table.keep_tail()
             if table.changelog is not None and table.recent is not None:
                 table.recent.restart(table.changelog)
+                # tables written together come due together: the first upkeep of each falls anywhere in one
+                # period, not all within the spread of the periods (140 of 200 tables in one minute)
+                table.recent.appends = self._spread(table) // 7 % self.rules.every
 
     def batch(self, table: LakeTable) -> int:
         """The appends between two upkeeps of ``table``: ``every`` plus up to half again, by its UUID."""
@@ -103,20 +109,24 @@ class WriterUpkeep:
                 self._queue.setdefault(id(table), table)
 
     def pending(self) -> bool:
-        return bool(self._queue)
+        return bool(self._queue or self._pieces)
 
     def step(self) -> bool:
-        """Run the upkeep of the queued table whose tail is longest (the process runs it while the worker has no
-        flush for it: a flush waits for one step at most); True when it was committed."""
-        if not self._queue:
-            return False
-        table = max(self._queue.values(), key=lambda t: t.recent.appends if t.recent is not None else 0)
-        del self._queue[id(table)]
+        """Run the next piece of upkeep: the change log's compaction, or both tables' expiry, of the queued table
+        whose tail is longest (the process runs it while the worker has no flush for it: a flush waits for one
+        piece at most); True when it was committed."""
+        if not self._pieces:
+            if not self._queue:
+                return False
+            table = max(self._queue.values(), key=lambda t: t.recent.appends if t.recent is not None else 0)
+            del self._queue[id(table)]
+            self._pieces += [(table, self._compact), (table, self._expire)]
+        table, piece = self._pieces.pop(0)
         started = time.monotonic()
         deferred: list[tuple[Any, str]] = []
         try:
             with flushcatalog.flush(self.catalog):
-                done = self._one(table, deferred)
+                done = piece(table, deferred)
         except Exception as exc:  # anything: the process must outlive its upkeep (its flushes come first)
             level = logging.WARNING if isinstance(exc, (LakeError, CommitConflict)) else logging.ERROR
             log.log(
@@ -127,6 +137,7 @@ class WriterUpkeep:
                 exc,
                 exc_info=level == logging.ERROR,
             )
+            self._pieces = [(t, p) for t, p in self._pieces if t is not table]
             with contextlib.suppress(Exception):  # unreadable now: the next flush meets it, and says so
                 table.refresh()
             if table.recent is not None and table.changelog is not None:
@@ -141,10 +152,10 @@ class WriterUpkeep:
                 continue
             except OSError as exc:
                 log.warning("could not delete %s (no longer referenced; orphan removal retries): %s", path, exc)
-        log.info("writer upkeep: %s; %d file(s) deleted (%.2fs)", done, deleted, time.monotonic() - started)
+        log.info("writer upkeep: %s: %s (%.2fs)", table.schema.table, done, time.monotonic() - started)
         return True
 
-    def _one(self, table: LakeTable, deferred: list[tuple[Any, str]]) -> str:
+    def _compact(self, table: LakeTable, deferred: list[tuple[Any, str]]) -> str:
         changelog, tail = table.changelog, table.recent
         assert changelog is not None and tail is not None
         name = ".".join(changelog.name())
@@ -154,8 +165,12 @@ class WriterUpkeep:
         else:  # now and then the files written so are merged too (read back), as is what the tail does not cover
             result = maintenance.compact(changelog, what=WRITER)
         tail.restart(changelog)
+        return str(result)
+
+    def _expire(self, table: LakeTable, deferred: list[tuple[Any, str]]) -> str:
         cut = cut_of(table)
-        for lake in (changelog, table.state):
+        result = maintenance.Result()
+        for lake in (table.changelog, table.state):
             if lake is None:
                 continue
             files: list[str] = []
@@ -171,7 +186,7 @@ class WriterUpkeep:
             deferred += [(lake.io, path) for path in files]
             result.snapshots_expired += expired.snapshots_expired
             result.files_deleted += expired.files_deleted
-        return f"{table.schema.table}: {result}"
+        return str(result)
 
 
 def kept_by_writer(table: LakeTable, within: float) -> bool:

@@ -229,3 +229,47 @@ def test_the_kept_tail_is_exactly_the_latest_appends_and_starts_again_after_anot
     assert not tail.covers(changelog), "the kept files may have been compacted away"
     writer.append(_changes(9), Position(109, 3))
     assert tail.covers(changelog) and len(tail.files) == 1, "the tail starts again on top of the other commit"
+
+
+def test_the_background_upkeep_leaves_a_table_the_writer_keeps_to_the_writer(tmp_path: Path) -> None:
+    """A change log a writer process compacted lately (its snapshot says ``lakegate.maintenance = writer``) is
+    neither compacted nor expired by the worker's background pass (both would race the writer for nothing); one
+    it did not is, as before."""
+    import threading
+
+    from lakegate.connectors.config import LakeSettings
+    from lakegate.ingest.config import IngestSettings
+    from lakegate.ingest.upkeep import MaintenanceThread
+    from lakegate.ingest.writerupkeep import WRITER, kept_by_writer
+
+    writer, upkeep = _written(tmp_path, 12)
+    changelog = writer.changelog
+    assert changelog is not None and upkeep.changelog is not None
+    lake = LakeSettings(catalog_uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=str(tmp_path / "warehouse"))
+    cfg = IngestSettings(snapshot_keep=3, orphan_age=0)
+    thread = MaintenanceThread(lake, cfg, [writer.schema.table], threading.Event())
+
+    assert not kept_by_writer(upkeep, cfg.maintenance_interval)
+    maintenance.compact(changelog, min_files=2)  # an upkeep's own compaction is not the writer's
+    assert not kept_by_writer(upkeep, cfg.maintenance_interval)
+    for flush in range(12, 24):
+        writer.append(_changes(flush), Position(100 + flush, 3))
+    files = len(list(changelog.scan().plan_files()))
+    thread._maintain(upkeep)
+    upkeep.changelog.refresh()
+    assert len(list(upkeep.changelog.scan().plan_files())) < files, "a table the writer does not keep is compacted"
+    assert len(upkeep.changelog.metadata.snapshots) <= 3
+
+    changelog.refresh()
+    tail = changelog.scan().plan_files()
+    rows = merge.sort_changes(merge.scan_to_arrow(changelog.scan()))
+    maintenance.rewrite(changelog, [t.file for t in tail], rows, WRITER)
+    for flush in range(24, 36):
+        writer.append(_changes(flush), Position(100 + flush, 3))
+    assert kept_by_writer(upkeep, cfg.maintenance_interval)
+    files, snapshots = len(list(changelog.scan().plan_files())), len(changelog.metadata.snapshots)
+    thread._maintain(upkeep)
+    assert len(list(upkeep.changelog.scan().plan_files())) == files, "the writer's table was compacted"
+    assert len(upkeep.changelog.metadata.snapshots) == snapshots, "the writer's table was expired"
+    rows = merge.sort_changes(merge.scan_to_arrow(upkeep.changelog.scan()))
+    assert rows[LSN].to_pylist() == [100 + f for f in range(36) for _ in range(3)]
