@@ -168,7 +168,13 @@ def _validate(settings: Settings) -> None:
             f"ingest.compact_deleted_fraction = {ingest.compact_deleted_fraction} must be above 0 and at most 1 "
             "(the default is 0.2: a file is rewritten once a fifth of its rows are deleted)"
         )
-    for key in ("compact_every", "compact_small_file", "compact_min_small_files", "compact_max_delete_files"):
+    for key in (
+        "compact_every",
+        "compact_small_file",
+        "compact_min_small_files",
+        "compact_max_delete_files",
+        "changelog_compact_every",
+    ):
         if getattr(ingest, key) < 0:
             raise SettingsError(f"ingest.{key} = {getattr(ingest, key)} must not be negative")
     if ingest.compact_max_bytes <= 0:

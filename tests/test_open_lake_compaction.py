@@ -157,6 +157,8 @@ def test_the_compaction_settings_decide_when_the_writer_compacts(
     assert _delete_files_after_updates(pg, eager, 11) <= 3
     with pytest.raises(SettingsError, match="compact_deleted_fraction = 0"):
         make_settings(pg_dsn, tmp_path, ["public.t"], compact_deleted_fraction=0)
+    with pytest.raises(SettingsError, match="changelog_compact_every = -1 must not be negative"):
+        make_settings(pg_dsn, tmp_path, ["public.t"], changelog_compact_every=-1)
 
 
 def _entry(entry: Any) -> tuple:
