@@ -18,7 +18,7 @@ One flush::
     worker: every process's swaps and the consistent cut in ONE catalog transaction, as without processes
     worker -> each process: "landed": old metadata files go, and the compactions the flush left due run in the
              process's own catalog transaction while the worker confirms and gathers the next flush
-    process, while no message waits: its tables' upkeep that fell due (ingest.writerupkeep), a table at a time
+    process, after the landing and while no message waits: its tables' upkeep that fell due, a piece at a time
 
 Exactly once as before: nothing a process writes is visible before the worker's swap, and the swap checks each
 table's pointer. Any failure (a process raises or exits, the swap finds a table moved) fails the flush: the

@@ -39,7 +39,7 @@ from datetime import timedelta
 from typing import Any
 
 from lakegate.connectors.errors import CommitConflict, LakeError
-from lakegate.connectors.iceberg import flushcatalog, leancommit, localfiles, maintenance
+from lakegate.connectors.iceberg import flushcatalog, leancommit, maintenance
 from lakegate.connectors.iceberg.writer import LakeTable
 from lakegate.ingest.config import IngestSettings
 from lakegate.ingest.maintain import cut_of
@@ -143,16 +143,14 @@ class WriterUpkeep:
             if table.recent is not None and table.changelog is not None:
                 table.recent.restart(table.changelog)
             return False
-        deleted = 0
-        for io, path in deferred:
-            try:
-                localfiles.delete(io, path)
-                deleted += 1
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                log.warning("could not delete %s (no longer referenced; orphan removal retries): %s", path, exc)
-        log.info("writer upkeep: %s: %s (%.2fs)", table.schema.table, done, time.monotonic() - started)
+        deleted = sum(maintenance.delete_unused(io, [path]) for io, path in deferred)
+        log.info(
+            "writer upkeep: %s: %s, %d file(s) deleted (%.2fs)",
+            table.schema.table,
+            done,
+            deleted,
+            time.monotonic() - started,
+        )
         return True
 
     def _compact(self, table: LakeTable, deferred: list[tuple[Any, str]]) -> str:

@@ -235,12 +235,11 @@ class DataFileStream:
             partition=Record(),
             file_size_in_bytes=size,
             sort_order_id=None,
-            spec_id=self._txn.table_metadata.default_spec_id,
             equality_ids=None,
             key_metadata=None,
             **statistics,
         )
-        data_file.spec_id = self._txn.table_metadata.default_spec_id  # from_args leaves it unset
+        data_file.spec_id = self._txn.table_metadata.default_spec_id  # not a field: from_args would drop it
         self.files.append(data_file)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -197,12 +198,23 @@ def expire(
     if deferred is not None:
         deferred.extend(orphans)
         return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
-    for path in orphans:
-        try:
-            localfiles.delete(table.io, path)
-        except (OSError, FileNotFoundError):
-            log.warning("could not delete %s (no longer referenced); remove it by hand", path)
+    delete_unused(table.io, orphans)
     return Result(snapshots_expired=len(victims), files_deleted=len(orphans))
+
+
+def delete_unused(io: Any, paths: Iterable[str]) -> int:
+    """Delete files no snapshot references any more (an expiry's); returns how many went. A file that cannot be
+    deleted is left to orphan removal (it is older than ``orphan_age`` by then), with a warning."""
+    deleted = 0
+    for path in paths:
+        try:
+            localfiles.delete(io, path)
+            deleted += 1
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.warning("could not delete %s (no snapshot uses it; orphan removal tries again later): %s", path, exc)
+    return deleted
 
 
 def _one_line(table: Table, gone: list[Any], remaining: list[Any]) -> bool:
