@@ -371,14 +371,47 @@ DENIED_NAMES = frozenset(
 )
 
 
+#: Functions that run SQL text (or read a table by name) past the guard: never allowed, not even by
+#: ``[gateway] allow_functions``, in any syntax (issue 27.1).
+NEVER = frozenset(
+    {
+        "ts_stat",
+        "ts_rewrite",
+        "query_to_xml",
+        "query_to_xmlschema",
+        "query_to_xml_and_xmlschema",
+        "cursor_to_xml",
+        "cursor_to_xmlschema",
+        "table_to_xml",
+        "table_to_xmlschema",
+        "table_to_xml_and_xmlschema",
+        "schema_to_xml",
+        "schema_to_xmlschema",
+        "schema_to_xml_and_xmlschema",
+        "database_to_xml",
+        "database_to_xmlschema",
+        "database_to_xml_and_xmlschema",
+        "crosstab",
+        "crosstab2",
+        "crosstab3",
+        "crosstab4",
+        "connectby",
+        "dblink",
+        "query",
+        "query_table",
+        "json_execute_serialized_sql",
+    }
+)
+
+
 def denied(name: str) -> bool:
     if name in ALLOWED_PG:
         return False
-    return name in DENIED_NAMES or name.startswith(DENIED_PREFIXES)
+    return name in NEVER or name in DENIED_NAMES or name.startswith(DENIED_PREFIXES)
 
 
 def allowed(name: str, engine_functions: frozenset[str], extra: frozenset[str] = frozenset()) -> bool:
     """May a query call the function ``name`` (lower case) in an expression?"""
-    if denied(name) and name not in extra:
+    if name in NEVER or denied(name) and name not in extra:
         return False
     return name in engine_functions or name in POSTGRES_FUNCTIONS or name in extra

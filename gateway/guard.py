@@ -89,6 +89,20 @@ _DENIED_TYPED = {
 }
 
 
+def _typed_functions() -> dict[str, str]:
+    """Upper-case function name -> the sqlglot class it parses to, for the functions sqlglot knows by type."""
+    from sqlglot.dialects.postgres import Postgres
+
+    typed = {}
+    for name, builder in Postgres.Parser.FUNCTIONS.items():
+        kind = getattr(builder, "__self__", None) or getattr(builder, "__qualname__", "")
+        typed[name] = kind.__name__ if isinstance(kind, type) else str(kind).split(".")[0]
+    return {name: kind for name, kind in typed.items() if kind and kind != "Anonymous"}
+
+
+_TYPED_FUNCTIONS = _typed_functions()
+
+
 class Guard:
     """Checks statements against the allow-lists; ``engine_functions`` comes from the DuckDB engine."""
 
@@ -120,10 +134,7 @@ class Guard:
             if isinstance(node, exp.Table) and isinstance(node.this, exp.Func) and node.args.get("db"):
                 self._check_qualified(node, node.this, _qualifier(node))
             if isinstance(node, exp.Operator) and "." in str(node.args.get("operator") or ""):
-                raise _forbidden(
-                    node,
-                    f"OPERATOR({node.args.get('operator')}) is not allowed: only the built-in operators are",
-                )
+                _check_operator(node)
             if isinstance(node, exp.Func) and not self._checked(node):
                 self._check_function(node)
             elif isinstance(node, (exp.Parameter, exp.Placeholder)):
@@ -148,16 +159,33 @@ class Guard:
     def _checked(node: exp.Func) -> bool:
         return bool(node.meta.get("lakegate_checked"))
 
+    def call_allowed(self, name: str) -> bool:
+        """May a query call the function ``name`` (as PostgreSQL folds it), unqualified or from pg_catalog?
+        The same rule as for sqlglot's reading below: the allow-list, the sources' extension functions, and
+        the functions sqlglot knows by type (standard SQL) unless denied."""
+        if name in functions.NEVER:
+            return False
+        if self._anonymous_ok(name):
+            return True
+        typed = _TYPED_FUNCTIONS.get(name.upper())
+        return typed is not None and self._typed_ok(name, typed)
+
+    def _anonymous_ok(self, name: str) -> bool:
+        return functions.allowed(name, self.engine_functions, self.extra) or (
+            not functions.denied(name) and name in self.extension_functions()
+        )
+
+    def _typed_ok(self, name: str, kind: str) -> bool:
+        return kind not in _DENIED_TYPED and (not functions.denied(name) or name in self.extra)
+
     def _check_function(self, node: exp.Func) -> None:
         name = function_name(node)
-        if isinstance(node, exp.Anonymous):
-            ok = functions.allowed(name, self.engine_functions, self.extra) or (
-                not functions.denied(name) and name in self.extension_functions()
-            )
+        if name in functions.NEVER:
+            ok = False
+        elif isinstance(node, exp.Anonymous):
+            ok = self._anonymous_ok(name)
         else:  # a function sqlglot knows by type: standard SQL, unless denied
-            ok = type(node).__name__ not in _DENIED_TYPED and (
-                not functions.denied(name) or name in self.extra
-            )
+            ok = self._typed_ok(name, type(node).__name__)
         if not ok:
             raise _forbidden(
                 node,
@@ -175,6 +203,18 @@ class Guard:
                 f"({', '.join(sorted(functions.TABLE_FUNCTIONS))}) are; read tables by "
                 "their names (source.schema.table)",
             )
+
+
+def _check_operator(node: exp.Operator) -> None:
+    """``OPERATOR(schema.op)``: another schema's operator runs a function of that schema; pg_catalog's is the
+    built-in operator, which the lake route does not read in this form."""
+    written = str(node.args.get("operator"))
+    schema, _, symbol = written.rpartition(".")
+    if schema.strip().strip('"').lower() == "pg_catalog":
+        raise _unsupported(
+            node, f"OPERATOR({written}) is not supported: write the built-in operator {symbol} without OPERATOR()"
+        )
+    raise _forbidden(node, f"OPERATOR({written}) is not allowed: only the built-in operators are")
 
 
 def check_shape(ast: exp.Expression, start: tuple[int | None, int | None] = (None, None)) -> None:

@@ -42,9 +42,58 @@ class Statement:
 
 def _tokens(sql: str) -> list[Token]:
     try:
-        return Dialect.get_or_raise(DIALECT).tokenize(sql)
+        return unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql))
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
+
+
+def unicode_identifiers(tokens: list[Token]) -> list[Token]:
+    """PostgreSQL's ``U&"d\\0061ta" [UESCAPE '!']`` is one quoted identifier; sqlglot reads it as ``U & "..."`` (a
+    bitwise AND with a column U), so the guard and the lake route would see another statement than
+    PostgreSQL. The three (or five) tokens become one identifier token, decoded as PostgreSQL decodes it."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        rest = tokens[i + 1 : i + 3]
+        if (
+            token.text.upper() == "U"
+            and len(rest) == 2
+            and rest[0].token_type == TokenType.AMP
+            and rest[1].token_type == TokenType.IDENTIFIER
+            and token.end + 1 == rest[0].start
+            and rest[0].end + 1 == rest[1].start
+        ):
+            escape, skip = "\\", 3
+            after = tokens[i + 3 : i + 5]
+            if len(after) == 2 and after[0].text.upper() == "UESCAPE" and after[1].token_type == TokenType.STRING:
+                escape, skip = after[1].text, 5
+            last = tokens[i + skip - 1]
+            text = _decode_unicode(rest[1].text, escape)
+            out.append(Token(TokenType.IDENTIFIER, text, last.line, last.col, token.start, last.end))
+            i += skip
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _decode_unicode(text: str, escape: str) -> str:
+    if len(escape) != 1:
+        raise SqlSyntaxError(f"invalid Unicode escape character {escape!r}: UESCAPE takes one character")
+    e = re.escape(escape)
+    pattern = re.compile(f"{e}([0-9A-Fa-f]{{4}})|{e}\\+([0-9A-Fa-f]{{6}})|{e}{e}")
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1) or match.group(2)
+        if code is None:
+            return escape
+        try:
+            return chr(int(code, 16))
+        except ValueError:
+            raise SqlSyntaxError(f"invalid Unicode escape value {match.group(0)!r}") from None
+
+    return pattern.sub(one, text)
 
 
 def parse(sql: str) -> Statement:

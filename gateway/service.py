@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from lakegate.connectors.config import LakeSettings, SourceSettings
 from lakegate.connectors.duckdb.engine import DuckDBConfig, DuckDBEngine
@@ -29,13 +30,21 @@ from lakegate.connectors.postgres import roles
 from lakegate.connectors.postgres.connection import with_settings
 from lakegate.connectors.postgres.engine import SCANNER_SETTINGS, PostgresEngine
 from lakegate.connectors.query import QueryError
+from lakegate.gateway import callguard, functions, pgfootprint, pggrammar, pgnames, zones
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
-from lakegate.gateway import pgfootprint, pggrammar, zones
 from lakegate.gateway.cache import LakeCache, Lease
 from lakegate.gateway.catalog import POSTGRES, Catalog
 from lakegate.gateway.config import GatewaySettings
-from lakegate.gateway.errors import BadRequest, Forbidden, GatewayError, QueryTimeout, Unavailable
+from lakegate.gateway.errors import (
+    BadRequest,
+    Forbidden,
+    GatewayError,
+    NotFound,
+    QueryTimeout,
+    SqlSyntaxError,
+    Unavailable,
+)
 from lakegate.gateway.execute import SHUTDOWN, Execution, Limits, Watchdog, engine_error
 from lakegate.gateway.guard import Guard
 from lakegate.gateway.introspect import Introspection, TableStream
@@ -97,6 +106,7 @@ class Gateway:
         self.cache = LakeCache(self.duckdb, cfg.cache_bytes)
         self.plans = PlanCache()
         self._guard: Guard | None = None
+        self._calls: callguard.CallGuard | None = None
         self._executions: set[Execution] = set()
         self._lake_names: frozenset[tuple[str, str]] = frozenset()
         self.warnings: list[str] = []  #: shown in /v1/status (a source role allowed to be privileged)
@@ -110,6 +120,10 @@ class Gateway:
             raise Unavailable(f"DuckDB cannot start: {exc}") from exc
         self._guard = Guard(self.duckdb.functions(), frozenset(self.config.allow_functions))
         self._guard.extension_functions = pgfootprint.ExtensionNames(self.postgres)
+        known = self.duckdb.functions() | functions.POSTGRES_FUNCTIONS
+        self._calls = callguard.CallGuard(
+            self._guard.call_allowed, self._guard.qualified, pgnames.NamesReader(self.postgres), known
+        )
         self._fit_cache()
         return self
 
@@ -204,7 +218,12 @@ class Gateway:
         else:
             preempt = len(sql) > PREEMPT_SQL  # a shorter statement is parsed and planned in milliseconds
             with deadline_mod.interruptible(deadline, self.watchdog, preempt=preempt):
-                statement = parse_mod.parse(sql)
+                try:
+                    statement = parse_mod.parse(sql)
+                except SqlSyntaxError:  # sqlglot cannot read it: a call PostgreSQL would refuse says more
+                    listing = self._listing() if listing is None else listing
+                    self._check_calls(sql, None, listing)
+                    raise
             if statement.kind in (parse_mod.SHOW, parse_mod.DESCRIBE):
                 return statement, None
             assert statement.ast is not None
@@ -212,7 +231,8 @@ class Gateway:
             text = statement.sql if statement.kind == parse_mod.QUERY else None
             try:
                 with deadline_mod.interruptible(deadline, self.watchdog, preempt=preempt):
-                    self.guard.check(statement.ast, statement.start)
+                    self._check_calls(statement.sql, statement.ast, listing)  # calls as PostgreSQL reads them
+                    self.guard.check(statement.ast, statement.start)  # and as sqlglot reads it
                     pggrammar.check(statement.sql, statement.ast)  # PostgreSQL's syntax errors, every route
                     routed = self.router.route(statement.ast, max_rows, listing, text, zone)
             except RecursionError:  # sqlglot copies and writes SQL recursively
@@ -225,6 +245,33 @@ class Gateway:
             if routed.pgs:
                 pg_scan = self._pg_lookup(leases)
         return statement, self.router.render(routed, listing, scan, pg_scan)
+
+    def _check_calls(
+        self, sql: str, ast: exp.Expression | None, listing: dict[tuple[str, str], str | None]
+    ) -> None:
+        """Every call site of ``sql`` as PostgreSQL's parser reads it (:mod:`.callguard`); a statement with
+        time travel (the gateway's own syntax, lake tables only: DuckDB has no attribute notation) is read by
+        sqlglot only."""
+        if ast is not None and any(table.args.get("version") for table in ast.find_all(exp.Table)):
+            return
+        columns = functools.partial(self._columns, listing=listing)
+        self.guard  # noqa: B018 (opens the gateway, which makes the call guard)
+        assert self._calls is not None
+        tree = callguard.tree(sql)
+        if tree is not None:  # None: a syntax error, which pggrammar reports after the sqlglot guard
+            self._calls.check(tree, sql, columns)
+
+    def _columns(self, parts: tuple[str, ...], listing: dict[tuple[str, str], str | None]) -> set[str] | None:
+        """The column names of the table written ``parts`` (as PostgreSQL folded them), or None."""
+        table = exp.Table(**dict(zip(("catalog", "db", "this")[-len(parts) :], map(_ident, parts), strict=True)))
+        try:
+            ref = self.catalog.resolve(table, listing)
+            if ref.kind == POSTGRES:
+                types = self.router.pg_columns.types(ref)
+                return set(types) if types else None
+            return set(self.lake.entry(ref.schema, ref.name, listing).columns)
+        except (NotFound, GatewayError):
+            return None
 
     def _pg_lookup(self, leases: list[Lease]) -> Callable[[PgRead], str | None]:
         """Serves a query's PostgreSQL tables from the cache when the server is provably unchanged since they
@@ -412,6 +459,10 @@ def _probe(engine: PostgresEngine, schema: str, name: str) -> tuple[str, str, in
         return engine.snapshot_token(), "", 0
     token, kind, size = rows[0]
     return str(token), str(kind), int(size or 0)
+
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.Identifier(this=name, quoted=True)
 
 
 def _release(leases: list[Lease]) -> None:
