@@ -8,10 +8,12 @@ What each syntax must satisfy:
   names no function of the sources (``pg_proc``) or of the gateway's lists, when it is an allowed function, or
   when the name before it is a relation of the statement (one alias, or a table's full written name) that has a
   column ``f``; after an expression (``(x).f``) only the first two hold;
-* an operator: built-in operators pass; one defined outside ``pg_catalog`` only when every function behind it
-  is allowed, and ``OPERATOR(schema.op)`` only for ``pg_catalog``;
-* a cast: not to the ``reg*`` types that look catalog objects up by name (``regproc``, ``regclass``...; ``regtype``
-  and ``regconfig`` pass), and not to a type that a cast outside ``pg_catalog`` converts to (it runs that function);
+* an operator: ``OPERATOR(schema.op)`` only for ``pg_catalog``; an unqualified operator resolves only among
+  the built-in ones and those of trusted extension schemas (the PostgreSQL route's ``search_path``,
+  :mod:`lakegate.connectors.postgres.extensions`; a planted ``public.=`` is never found), so it passes;
+* a cast: not to the ``reg*`` types that look catalog objects up by name (``regproc``, ``regclass``...;
+  ``regtype`` and ``regconfig`` pass), and not to a type that a cast outside ``pg_catalog`` converts to with a
+  function the allow-list refuses (it runs that function; an allowed extension's casts pass);
 * ``TABLESAMPLE``: the built-in methods ``system`` and ``bernoulli`` only;
 * ``XMLTABLE``, ``JSON_TABLE`` and the XML constructors are refused (no allow-list names what they run).
 
@@ -126,7 +128,7 @@ class CallGuard:
                     "(source.schema.table)",
                 )
         elif call.syntax == pgcalls.OPERATOR:
-            self._operator(call, source, sql)
+            self._operator(call, sql)
         elif call.syntax == pgcalls.CAST:
             self._cast(call, source, sql)
         elif call.syntax == pgcalls.TABLESAMPLE:
@@ -175,26 +177,13 @@ class CallGuard:
     def _is_function(self, name: str, source: SourceNames) -> bool:
         return name in source.functions or name in self.known or functions.denied(name)
 
-    def _operator(self, call: Call, source: SourceNames, sql: str) -> None:
+    def _operator(self, call: Call, sql: str) -> None:
         if call.schema and call.schema != "pg_catalog":
             raise _refused(
                 call,
                 sql,
                 f"OPERATOR({call.schema}.{call.name}) is not allowed: only the built-in operators are",
             )
-        if call.schema:
-            return
-        refused = sorted(p for p in source.operators.get(call.name, ()) if not self._plain_ok(p))
-        if refused:
-            raise _refused(
-                call,
-                sql,
-                f"operator {call.name} is not allowed: a source defines it outside pg_catalog with the "
-                f"function {refused[0]}(), which the gateway does not run",
-            )
-
-    def _plain_ok(self, name: str) -> bool:
-        return name not in functions.NEVER and self.allowed(name)
 
     def _cast(self, call: Call, source: SourceNames, sql: str) -> None:
         name = call.name
@@ -205,12 +194,13 @@ class CallGuard:
                 f"a cast to {name} is not allowed: it looks catalog objects up by name (use the object's "
                 "name as text; regtype is allowed)",
             )
-        if name in source.cast_types and call.schema != "pg_catalog":
+        refused = sorted(p for p in source.casts.get(name, ()) if not self.allowed(p))
+        if refused and call.schema != "pg_catalog":
             raise _refused(
                 call,
                 sql,
-                f"a cast to {call.display} is not allowed: a source converts to it with a cast function of "
-                "its own (outside pg_catalog), which the gateway does not run",
+                f"a cast to {call.display} is not allowed: a source converts to it with the function "
+                f"{refused[0]}() of its own (outside pg_catalog), which the gateway does not run",
             )
 
 

@@ -1,9 +1,9 @@
 """What the PostgreSQL sources could run by name, for the call guard (:mod:`lakegate.gateway.callguard`).
 
 Read from each source's catalogs (``pg_proc``, ``pg_operator``, ``pg_cast``: readable by every role) and kept
-``TTL`` seconds: the names of all functions (attribute notation ``t.f`` is a call only when ``f`` is one), the
-operators defined outside ``pg_catalog`` with the functions behind them, and the types that a cast outside
-``pg_catalog`` converts to (``x::t`` runs that cast's function). A source that cannot be read is asked again
+``TTL`` seconds: the names of all functions (attribute notation ``t.f`` is a call only when ``f`` is one) and
+the types that a cast outside ``pg_catalog`` converts to (``x::t`` runs that cast's function: casts are found by
+type, whatever the ``search_path``). A source that cannot be read is asked again
 after ``RETRY`` seconds; meanwhile the guard knows only DuckDB's and its own lists of names.
 """
 
@@ -20,13 +20,8 @@ TTL = 300.0
 RETRY = 60.0
 
 _FUNCTIONS = "SELECT DISTINCT proname::text FROM pg_catalog.pg_proc"
-_OPERATORS = """
-SELECT o.oprname::text, p.proname::text
-FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode
-WHERE o.oprnamespace <> 'pg_catalog'::pg_catalog.regnamespace
-"""
 _CASTS = """
-SELECT DISTINCT t.typname::text
+SELECT DISTINCT t.typname::text, p.proname::text
 FROM pg_catalog.pg_cast c
 JOIN pg_catalog.pg_proc p ON p.oid = c.castfunc
 JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
@@ -39,8 +34,8 @@ class SourceNames:
     """The names of every source together."""
 
     functions: frozenset[str] = frozenset()  #: every function name of every schema
-    operators: dict[str, frozenset[str]] = field(default_factory=dict)  #: symbol -> its functions (non-built-in)
-    cast_types: frozenset[str] = frozenset()  #: types that a cast outside pg_catalog converts to
+    #: type -> the functions outside pg_catalog of the casts that convert to it
+    casts: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class NamesReader:
@@ -55,14 +50,13 @@ class NamesReader:
     def __call__(self) -> SourceNames:
         parts = [self._source(name, engine) for name, engine in self.postgres.items()]
         known = [p for p in parts if p is not None]
-        operators: dict[str, set[str]] = {}
+        casts: dict[str, set[str]] = {}
         for part in known:
-            for symbol, procs in part.operators.items():
-                operators.setdefault(symbol, set()).update(procs)
+            for typ, procs in part.casts.items():
+                casts.setdefault(typ, set()).update(procs)
         return SourceNames(
             frozenset().union(*(p.functions for p in known)),
-            {symbol: frozenset(procs) for symbol, procs in operators.items()},
-            frozenset().union(*(p.cast_types for p in known)),
+            {typ: frozenset(procs) for typ, procs in casts.items()},
         )
 
     def _source(self, name: str, engine: PostgresEngine) -> SourceNames | None:
@@ -87,11 +81,10 @@ class NamesReader:
 
 
 def _read(engine: PostgresEngine) -> SourceNames:
-    operators: dict[str, set[str]] = {}
-    for symbol, proc in engine.fetch(_OPERATORS):
-        operators.setdefault(str(symbol), set()).add(str(proc))
+    casts: dict[str, set[str]] = {}
+    for typ, proc in engine.fetch(_CASTS):
+        casts.setdefault(str(typ), set()).add(str(proc))
     return SourceNames(
         frozenset(str(row[0]) for row in engine.fetch(_FUNCTIONS)),
-        {symbol: frozenset(procs) for symbol, procs in operators.items()},
-        frozenset(str(row[0]) for row in engine.fetch(_CASTS)),
+        {typ: frozenset(procs) for typ, procs in casts.items()},
     )
