@@ -3,7 +3,8 @@
 Sessions come from a connection pool, opened with lakegate's session settings (UTC, ISO dates, hex bytea, exact
 floats; see :data:`lakegate.connectors.postgres.types.SESSION_OPTIONS`) plus :data:`SESSION_SETTINGS` (read-only
 transactions, ``search_path = pg_catalog``). Every query runs in ``BEGIN READ ONLY`` with ``SET LOCAL
-statement_timeout``; a session goes back to the pool through ``DISCARD ALL`` (psycopg_pool's ``reset``).
+statement_timeout``; a session goes back to the pool through ``DISCARD ALL`` and a fresh ``setseed``
+(psycopg_pool's ``reset``, :mod:`.sessionreset`), or is closed when that cannot reset it.
 
 Rows are read with ``COPY (query) TO STDOUT (FORMAT csv)`` rather than fetched as Python tuples: the CSV is
 parsed by pyarrow and converted column by column with the same vectorised codecs the ingest uses, which is several
@@ -30,7 +31,7 @@ from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lakegate.connectors import intervals
-from lakegate.connectors.postgres import copyout
+from lakegate.connectors.postgres import copyout, sessionreset
 from lakegate.connectors.postgres import extensions as ext
 from lakegate.connectors.postgres.connection import connect_kwargs
 from lakegate.connectors.postgres.failures import translate
@@ -89,7 +90,7 @@ class PostgresEngine:
             name=f"lakegate-{name}",
             timeout=connect_timeout,
             reconnect_timeout=0,
-            reset=_discard,
+            reset=sessionreset.reset,
             configure=self._configure,
         )
         self._types: dict[int, PgType] = {}
@@ -231,12 +232,6 @@ class PostgresEngine:
     def close(self) -> None:
         if self._opened:
             self._pool.close()
-
-
-def _discard(conn: psycopg.Connection) -> None:
-    """Pool reset: nothing of one query's session survives into the next (settings, advisory locks, temporary
-    objects, prepared statements, LISTEN); a failure closes the connection (psycopg_pool discards it)."""
-    conn.execute("DISCARD ALL")
 
 
 def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:
