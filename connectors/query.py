@@ -16,6 +16,7 @@ the gateway maps to an HTTP status; no duckdb or psycopg exception leaves a conn
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -32,6 +33,7 @@ RESOURCES = "resources"  #: out of memory or a similar limit of the engine
 TOO_LARGE = "too_large"  #: the result passed the size cap the caller set
 UNAVAILABLE = "unavailable"  #: the engine or its source cannot be reached
 INTERNAL = "internal"  #: anything else
+STATEMENT_TIMEOUT = "statement_timeout"  #: a time limit of the engine's own cancelled the query
 
 
 class QueryError(ConnectorError):
@@ -66,3 +68,102 @@ class ResultStream(Protocol):
 
     def close(self) -> None:
         """Release the engine resources (cursor, connection); idempotent."""
+
+
+# ------------------------------------------------------------------ PostgreSQL errors inside DuckDB's messages
+
+#: How DuckDB's postgres extension wraps what libpq said when a scan of an attached table fails: the internal
+#: ``COPY (SELECT ...) TO STDOUT`` text or the connection string, then libpq's own message (without a SQLSTATE).
+_SCAN_MARKERS = (
+    'Failed to prepare COPY "',
+    'Failed to execute query "',
+    'Failed to prepare query "',
+    "Failed to fetch header for COPY",
+    "Unable to read binary COPY data",
+    'Unable to connect to Postgres at "',
+    "Failed to copy data: ",
+    "Failed to commit",
+    "Postgres scanner - ",
+    "Expected Postgres binary COPY header",
+)
+_SEVERITY = re.compile(r"(ERROR|FATAL|PANIC):  ")
+#: libpq's words for a connection that broke (no server message comes with them)
+_CONNECTION_LOST = (
+    "server closed the connection unexpectedly",
+    "no connection to the server",
+    "could not receive data from server",
+    "could not send data to server",
+    "SSL connection has been closed unexpectedly",
+    "connection to server",
+    "Connection refused",
+    "Connection pool timeout",
+)
+#: PostgreSQL's primary message -> (SQLSTATE, kind). libpq drops the SQLSTATE from the text the extension
+#: passes on; these are the messages a scan of a table can meet (its privileges, its lifetime, the server's
+#: limits and state), in PostgreSQL's own words (src/backend/utils/errcodes.txt gives the codes).
+_SCAN_ERRORS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
+    (re.compile(pattern), sqlstate, kind)
+    for pattern, sqlstate, kind in (
+        (r"^permission denied for ", "42501", PERMISSION),
+        (r"^must be owner of ", "42501", PERMISSION),
+        (r"^cannot execute .* in a read-only transaction", "25006", PERMISSION),
+        (r'^relation ".*" does not exist', "42P01", "undefined_table"),
+        (r"^could not open relation with OID", "42P01", "undefined_table"),
+        (r'^column ".*" does not exist', "42703", UNDEFINED),
+        (r'^schema ".*" does not exist', "3F000", UNDEFINED),
+        (r"^canceling statement due to statement timeout", "57014", STATEMENT_TIMEOUT),
+        (r"^canceling statement due to lock timeout", "55P03", UNAVAILABLE),
+        (r"^canceling statement due to user request", "57014", UNAVAILABLE),
+        (r"^canceling statement due to conflict with recovery", "40001", UNAVAILABLE),
+        (r"^could not serialize access", "40001", UNAVAILABLE),
+        (r"^deadlock detected", "40P01", UNAVAILABLE),
+        (r"^terminating connection", "57P01", UNAVAILABLE),
+        (r"^the database system is ", "57P03", UNAVAILABLE),
+        (r"(too many connections|remaining connection slots)", "53300", UNAVAILABLE),
+        (r"^out of memory", "53200", RESOURCES),
+        (r"^division by zero", "22012", INVALID),
+        (r"^invalid input syntax", "22P02", INVALID),
+        (r"out of range", "22003", INVALID),
+    )
+)
+
+
+def scan_error(message: str) -> QueryError | None:
+    """DuckDB's message about a failed scan of an attached PostgreSQL table -> PostgreSQL's own error (its
+    message, detail and hint, the SQLSTATE it stands for, the kind), without the internal ``COPY`` statement or
+    the connection string the extension quotes; None when ``message`` is not about such a scan."""
+    if not any(marker in message for marker in _SCAN_MARKERS):
+        return None
+    found = list(_SEVERITY.finditer(message))
+    if found:  # the last one: the quoted COPY text before it may hold the same words (a pushed filter's text)
+        lines = message[found[-1].end() :].splitlines()
+        text = lines[0].strip() + "".join(
+            f" ({line.split(':', 1)[1].strip()})"
+            for line in lines[1:]
+            if line.startswith(("DETAIL:", "HINT:"))
+        )
+        for pattern, sqlstate, kind in _SCAN_ERRORS:
+            if pattern.search(lines[0]):
+                return QueryError(text, kind, engine="postgres", sqlstate=sqlstate)
+        # an ERROR is about the query (a 400, as on the PostgreSQL route); a FATAL ends the session: the
+        # source refused the connection (authentication, a missing database) or is going away
+        kind = INVALID if found[-1].group(1) == "ERROR" else UNAVAILABLE
+        return QueryError(text, kind, engine="postgres")
+    return connection_lost(message) or connection_lost("")
+
+
+def connection_lost(message: str) -> QueryError | None:
+    """libpq's message about a connection that broke (no SQLSTATE comes with it) -> an UNAVAILABLE error with
+    SQLSTATE 08006 (connection_failure) that names neither the server's address nor the DSN (the empty message:
+    the same without a reason); None when ``message`` is not about a broken connection."""
+    lost = next((words for words in _CONNECTION_LOST if words in message), None)
+    if lost is None and message:
+        return None
+    reason = f" ({lost})" if lost and lost != "connection to server" else ""
+    return QueryError(
+        f"the connection to the PostgreSQL source failed while the query read from it{reason}; retry in a "
+        "moment, and ask the operator if it persists",
+        UNAVAILABLE,
+        engine="postgres",
+        sqlstate="08006",
+    )

@@ -286,7 +286,10 @@ def _concat(rows: pa.Array) -> bytes:
 
 
 class JsonEncoder(Encoder):
-    """``{"columns": [...], "rows": [{...}, ...], "truncated", "elapsed_ms", "route"}``, streamed."""
+    """``{"columns": [...], "rows": [{...}, ...], "truncated", "elapsed_ms", "route"}``, streamed. ``truncated``
+    is true whenever ``rows`` is not the whole result: the row cap cut it, or the query failed after rows were
+    sent (the size cap reached mid-stream, the time limit...); the footer then also holds ``"error"``, the
+    object an error response holds (see lakegate.gateway.http_query)."""
 
     media_type = MEDIA_TYPES[JSON]
 
@@ -314,7 +317,8 @@ class JsonEncoder(Encoder):
 
 
 class NdjsonEncoder(Encoder):
-    """One JSON object per line; a failure after rows were sent ends with a line ``{"error": {...}}``."""
+    """One JSON object per line; a failure after rows were sent ends with a line ``{"error": {...}}`` (the rows
+    before it are then not the whole result)."""
 
     media_type = MEDIA_TYPES[NDJSON]
 

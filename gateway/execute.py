@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,9 +20,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lakegate.connectors.query import (
+    INTERNAL,
     INVALID,
     PERMISSION,
     RESOURCES,
+    STATEMENT_TIMEOUT,
     SYNTAX,
     TOO_LARGE,
     UNAVAILABLE,
@@ -29,7 +32,10 @@ from lakegate.connectors.query import (
     QueryCancelled,
     QueryError,
     ResultStream,
+    connection_lost,
+    scan_error,
 )
+from lakegate.gateway.cache_store import SCHEMA as CACHE_SCHEMA
 from lakegate.gateway.errors import (
     ClientGone,
     Forbidden,
@@ -217,26 +223,70 @@ class Execution:
 
 
 def engine_error(exc: QueryError) -> GatewayError:
-    """An engine's QueryError -> the gateway error with the right status."""
+    """An engine's QueryError -> the gateway error with the right status. A DuckDB scan of a PostgreSQL table
+    that PostgreSQL refused answers as the PostgreSQL route does (PostgreSQL's words and SQLSTATE; never the
+    extension's internal ``COPY`` text or the connection string)."""
+    if exc.engine == "duckdb":
+        exc = scan_error(str(exc)) or _lake_file_error(exc)
+    elif exc.kind == INTERNAL:  # psycopg without a SQLSTATE: libpq lost the connection
+        exc = connection_lost(str(exc)) or exc
     engine = {"duckdb": "DuckDB", "postgres": "PostgreSQL"}.get(exc.engine, exc.engine or "the engine")
     message = f"{engine}: {exc}" + (f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else "")
     error: GatewayError
-    if exc.kind == "undefined_table":
-        error = NotFound(message)
+    if exc.kind == "undefined_table" or (exc.engine == "duckdb" and _MISSING_TABLE.search(str(exc))):
+        error = NotFound(message)  # DuckDB's own: a source table dropped after the gateway planned the query
     elif exc.kind in (SYNTAX, UNDEFINED, INVALID):
         error = QueryFailed(message)
     elif exc.kind == PERMISSION:
-        error = Forbidden(f"{engine} refused: {message[len(engine) + 2 :]}")
+        error = Forbidden(f"{engine} refused: {message[len(engine) + 2 :]}{_grant_hint(str(exc))}")
     elif exc.kind == TOO_LARGE:
         error = TooLarge(str(exc))
     elif exc.kind == RESOURCES:
         error = TooLarge(f"{engine} ran out of resources: {message[len(engine) + 2 :]}")
+    elif exc.kind == STATEMENT_TIMEOUT:
+        error = QueryTimeout(
+            f"{engine} cancelled the query at its own time limit: {message[len(engine) + 2 :]}; make the "
+            "query cheaper (filters, LIMIT), or ask the operator about the source's statement_timeout"
+        )
     elif exc.kind == UNAVAILABLE:
         error = Unavailable(message)
     else:
         error = GatewayError(message)
     error.sqlstate = exc.sqlstate or error.sqlstate
     return error
+
+
+#: DuckDB's words for a table its catalog no longer has (a PostgreSQL table dropped since it was planned)
+_MISSING_TABLE = re.compile(r"^Catalog Error: Table with name .+ does not exist")
+
+
+#: a file path or URI DuckDB quotes in a message (a lake data or metadata file: the warehouse's layout)
+_PATH = re.compile(r"""(["'])(?:file://)?/[^"']*\1""")
+_CACHE_TABLE = re.compile(rf"(?:memory\.)?{CACHE_SCHEMA}\.\w+")  #: a lake cache table (gateway.cache_store)
+_UNREADABLE = re.compile(r"^IO Error: Cannot open file (\S.*?): (.+)$", re.DOTALL)
+
+
+def _lake_file_error(exc: QueryError) -> QueryError:
+    """DuckDB's message without the warehouse's file paths or the lake cache's table names; a lake file it
+    cannot open said in words."""
+    text = str(exc)
+    unreadable = _UNREADABLE.match(text)
+    if unreadable and _PATH.fullmatch(unreadable.group(1)):
+        return QueryError(
+            f"a file of a lake table cannot be read ({unreadable.group(2).strip()}): it was removed after the "
+            "query was planned (maintenance deletes the files of expired snapshots) or the warehouse is "
+            "unreachable; retry the query, and ask the operator if it persists",
+            UNAVAILABLE,
+            engine=exc.engine,
+        )
+    cleaned = _CACHE_TABLE.sub("a table of the lake cache", _PATH.sub("a lake file", text))
+    return exc if cleaned == text else QueryError(cleaned, exc.kind, engine=exc.engine, sqlstate=exc.sqlstate)
+
+
+def _grant_hint(text: str) -> str:
+    if not text.startswith("permission denied for "):
+        return ""
+    return "; the source's role for the gateway lacks this privilege (an owner of the object can GRANT it)"
 
 
 def _has_nanoseconds(kind: pa.DataType) -> bool:

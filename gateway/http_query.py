@@ -12,9 +12,14 @@ Why one call: every hop between the event loop and a worker thread costs a wake-
 (prepare, start, two reads, close) and streamed even a one-row answer. Profiling a small lake query with py-spy
 showed those hops and the streaming machinery as the largest cost after parsing and the engine.
 
-An error before the first byte gets its status and the error body; an error after streaming began can no longer
-change the status: JSON ends with an ``"error"`` member, NDJSON with an ``{"error": ...}`` line, CSV and Arrow
-streams are cut off (the client sees an incomplete response).
+An error before the first byte gets its status and the error body (a result over ``max_result_bytes`` within the
+first ``PREFETCH_BYTES`` is a 413). An error after streaming began (the size cap reached mid-stream, the time
+limit, the engine failing) can no longer change the 200: every format then says that the rows sent are not the
+whole result, in its own way, and none ends as a complete answer would. JSON ends with ``"truncated": true`` and
+an ``"error"`` member (the same object an error response has: code, message, SQLSTATE), so that a client reading
+only ``rows`` and ``truncated`` (Redash) still sees a cut result, and one reading ``error`` sees why; NDJSON ends
+with an ``{"error": ...}`` line; CSV and Arrow streams are cut off before their end (no Arrow end-of-stream
+marker nor trailer batch; the HTTP chunked body is left incomplete, which every HTTP client reports).
 """
 
 from __future__ import annotations
@@ -238,7 +243,7 @@ async def _stream(
         log.warning("query failed while streaming (%s): %s", exc.code, exc.message)
         if fmt not in (encoders.JSON, encoders.NDJSON):
             raise
-        yield encoder.footer({**meta(execution), **exc.body()})
+        yield encoder.footer({**meta(execution), "truncated": True, **exc.body()})  # the rows are a prefix
     except BaseException as exc:  # cancelled (client gone) or an unexpected failure
         error = exc
         execution.cancel(CLIENT)

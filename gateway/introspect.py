@@ -1,9 +1,18 @@
 """What the gateway answers about queries rather than running them: the engines' own EXPLAIN, the gateway's
 in-memory answers (EXPLAIN, SHOW, DESCRIBE), and the small DuckDB queries of its own (a time-travel argument's
-value), each within the request's time limit."""
+value), each within the request's time limit.
+
+An EXPLAIN shows the user's tables by the names the user wrote, never what the gateway reads them from: the
+engine SQL is the statement without the views the gateway puts in front of it (whose text holds the Iceberg
+metadata file of each lake table, or the lake cache's table), each view is described in words (which table, at
+which version, read from where), and the lake cache's tables in DuckDB's plan are replaced by the names of the
+tables they hold (``memory.lakegate_cache.t2`` -> ``lake.public.facts``, re-centred in DuckDB's box drawing).
+"""
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -14,6 +23,7 @@ from lakegate.connectors.postgres.engine import PostgresEngine
 from lakegate.connectors.query import QueryCancelled, QueryError
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
+from lakegate.gateway.cache_store import SCHEMA as CACHE_SCHEMA
 from lakegate.gateway.catalog import Catalog
 from lakegate.gateway.errors import BadRequest, QueryTimeout
 from lakegate.gateway.execute import Watchdog, engine_error
@@ -70,6 +80,8 @@ class Introspection:
                 "plan": f"answered by the gateway ({statement.kind.upper()})",
             }
         out = plan.explain()
+        out["engines"] = [{**engine, "sql": plan.body} for engine in out["engines"]]
+        out["views"] = {name: describe_view(name, sql) for name, sql in plan.views.items()}
         out["plan"] = self.engine_plan(plan, deadline)
         return out
 
@@ -82,7 +94,7 @@ class Introspection:
                 {
                     "route": [plan.route],
                     "source": [plan.source],
-                    "sql": [plan.sql],
+                    "sql": [plan.body],
                     "tables": [", ".join(info["tables"])],
                     "plan": [self.engine_plan(plan, deadline)],
                 }
@@ -101,7 +113,7 @@ class Introspection:
                 lines = self.postgres[plan.source].fetch(f"EXPLAIN {plan.sql}", timeout=timeout)
                 return "\n".join(r[0] for r in lines)
             rows = self.duckdb_rows(f"EXPLAIN {plan.sql}", deadline)
-            return "\n".join(str(r.get("explain_value", "")) for r in rows)
+            return public_plan("\n".join(str(r.get("explain_value", "")) for r in rows), plan.views)
         except QueryCancelled as exc:
             raise QueryTimeout("the time limit passed while the engine explained the query") from exc
         except QueryError as exc:
@@ -136,3 +148,71 @@ class Introspection:
                 f"the time-travel argument is not a finite time or snapshot id ({exc}); give a time such as "
                 "'2024-05-01 12:00:00+00' or a snapshot id"
             ) from exc
+
+
+# ------------------------------------------------------------------------------------ EXPLAIN in user terms
+
+_CACHE_TABLE = re.compile(rf"(?:memory\.)?{CACHE_SCHEMA}\.t\d+")
+_CACHE_LEFTOVER = re.compile(rf"(?:memory\.)?{CACHE_SCHEMA}\S*")  #: a name DuckDB wrapped across two lines
+_CELL_BORDERS = "│├┤"
+
+
+def describe_view(name: str, sql: str) -> str:
+    """A lake or PostgreSQL view of a DuckDB-route plan in words: the table, its version, where it is read from
+    (``sql``, which names files and cache tables, is not shown)."""
+    table, _, at = name.partition("@")
+    version = ""
+    if at.endswith("ms") and at[:-2].lstrip("-").isdigit():
+        stamp = datetime.datetime.fromtimestamp(int(at[:-2]) / 1000, datetime.UTC)
+        version = f" as of {stamp.isoformat()}"
+    elif at:
+        version = f" at version {at}"
+    if CACHE_SCHEMA + "." in sql:
+        where = "the lake cache (in memory)"
+        if "read_parquet(" in sql:
+            where += " and the data files committed since it was loaded"
+    elif "iceberg_scan(" in sql:
+        where = "its Iceberg data files"
+    else:
+        where = "PostgreSQL, live"
+    return f"{table}{version}: read from {where}"
+
+
+def public_plan(text: str, views: Mapping[str, str]) -> str:
+    """DuckDB's box-drawn plan with each lake cache table named by the table it holds."""
+    names: dict[str, str] = {}
+    for view, sql in views.items():
+        for internal in _CACHE_TABLE.findall(sql):
+            names[internal.removeprefix("memory.")] = view.partition("@")[0]
+    lines = text.split("\n")
+    for internal, table in names.items():
+        pattern = re.compile(rf"(?:memory\.)?{re.escape(internal)}(?!\d)")
+        lines = [out for line in lines for out in _renamed(line, pattern, table)]
+    # a name wrapped by DuckDB over two lines (over 27 characters) is blanked to its length: never shown
+    return "\n".join(_CACHE_LEFTOVER.sub(lambda m: "?".center(len(m.group(0))), line) for line in lines)
+
+
+def _renamed(line: str, old: re.Pattern[str], new: str) -> list[str]:
+    """``line`` with ``old`` replaced by ``new`` centred in its box cell; a ``new`` wider than the cell wraps
+    onto added lines, on which the other cells and the tree's connectors continue blank."""
+    cells: list[tuple[int, int, list[str]]] = []
+    for match in old.finditer(line):
+        left = max(line.rfind(border, 0, match.start()) for border in _CELL_BORDERS) + 1
+        ends = [line.find(border, match.end()) for border in _CELL_BORDERS]
+        right = min((end for end in ends if end >= 0), default=len(line))
+        if cells and cells[-1][0] == left:
+            continue  # the same cell twice: replaced at once
+        width = right - left
+        content = old.sub(new, line[left:right]).strip()
+        cells.append((left, right, [content[i : i + width] for i in range(0, len(content), width)] or [""]))
+    if not cells:
+        return [line]
+    blank = "".join(c if c == "│" else "│" if c in "├┤┐" else " " for c in line)
+    out = []
+    for row in range(max(len(pieces) for _, _, pieces in cells)):
+        text = line if row == 0 else blank
+        for left, right, pieces in reversed(cells):  # from the right: the left offsets stay valid
+            piece = pieces[row] if row < len(pieces) else ""
+            text = text[:left] + piece.center(right - left) + text[right:]
+        out.append(text)
+    return out

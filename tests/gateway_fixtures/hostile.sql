@@ -1,7 +1,10 @@
-# Hostile queries: each line is  <status> || <word the error message must contain> || <query>
-# (\n in a query stands for a line break). Every one must be refused with that 4xx; the gateway stays healthy.
-# Environment (test_gateway_hostile.py): lake.public.facts (Iceberg), pg.public.secrets (PostgreSQL, read through a
-# read-only role), server limits: timeout 2 s, max_result_bytes 4 MiB.
+# Hostile queries: each line is  <status> || <expected> || <query> [|| {options as JSON}]
+# (\n in a query stands for a line break). <expected> is, for an error, a fragment of its message (case and all;
+# a "sqlstate" option must match too); for a 200, the exact JSON of its rows ([{"n":1}] is not [{"n":10}]) or of
+# some members of the answer ({"route":"gateway"}). The gateway stays healthy.
+# Environment (test_gateway_hostile.py): lake.public.facts (Iceberg, id and v 0..99), pg.public.secrets
+# (PostgreSQL, 10 rows 'secret 1'..'secret 10', read through a read-only role), server limits: timeout 2 s,
+# max_result_bytes 2 MiB.
 
 # --- files and URLs through DuckDB table functions
 403 || read_csv || SELECT * FROM read_csv('/etc/passwd')
@@ -78,8 +81,8 @@
 403 || read_csv || SELECT * FROM "read_csv"('/etc/passwd')
 403 || read_csv || SELECT * FROM read_csv/**/('/etc/' || 'passwd')
 403 || read_text || SELECT * FROM -- a comment\nread_text('/etc/passwd')
-403 || pg_read_file || SELECT "PG_READ_FILE"('/etc/passwd') FROM pg.public.secrets
-400 || syntax error || SELECT * FROM U&"\0072ead_csv"('/etc/passwd')
+403 || function PG_READ_FILE() is not allowed || SELECT "PG_READ_FILE"('/etc/passwd') FROM pg.public.secrets
+403 || table function read_csv() is not allowed || SELECT * FROM U&"\0072ead_csv"('/etc/passwd')
 400 || parameters || SELECT * FROM pg.public.secrets WHERE id = $1
 # --- limits
 408 || time limit || SELECT count(*) FROM generate_series(1, 100000) a CROSS JOIN generate_series(1, 100000) b WHERE a * b = -1
@@ -119,14 +122,14 @@
 400 || constant || WITH duckdb_databases AS (SELECT 1 AS x) SELECT * FROM lake.public.facts FOR VERSION AS OF (SELECT x FROM duckdb_databases)
 400 || constant || SELECT * FROM lake.public.facts FOR TIMESTAMP AS OF (SELECT path FROM duckdb_databases LIMIT 1)
 400 || constant || SELECT * FROM lake.public.facts FOR VERSION AS OF (SELECT max(id) FROM pg.public.secrets)
-200 || "v":7 || WITH facts AS (SELECT 7 AS v) SELECT v FROM facts
-200 || "s":15 || WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT sum(n) AS s FROM r
-200 || "v":11 || WITH c AS (SELECT 1 AS v) SELECT * FROM (WITH c AS (SELECT v + 10 AS v FROM c) SELECT v FROM c) s
-200 || "n":100 || SELECT (SELECT count(*) FROM facts) AS n FROM (WITH facts AS (SELECT 1) SELECT 1) s
-200 || "n":10 || SELECT count(*) AS n FROM secrets, (WITH secrets AS (SELECT 1) SELECT 1) s
-200 || "n":2 || WITH a AS (SELECT 1 AS v) SELECT count(*) AS n FROM (SELECT v FROM a UNION ALL SELECT v FROM a) u
-200 || "n":4950 || WITH facts AS (SELECT sum(v) AS n FROM facts) SELECT n FROM facts
-200 || "n":3 || WITH a AS (SELECT 1 AS v), b AS (SELECT v + 1 AS v FROM a), c AS (SELECT v + 1 AS v FROM b) SELECT v AS n FROM c
+200 || [{"v":7}] || WITH facts AS (SELECT 7 AS v) SELECT v FROM facts
+200 || [{"s":15}] || WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT sum(n) AS s FROM r
+200 || [{"v":11}] || WITH c AS (SELECT 1 AS v) SELECT * FROM (WITH c AS (SELECT v + 10 AS v FROM c) SELECT v FROM c) s
+200 || [{"n":100}] || SELECT (SELECT count(*) FROM facts) AS n FROM (WITH facts AS (SELECT 1) SELECT 1) s
+200 || [{"n":10}] || SELECT count(*) AS n FROM secrets, (WITH secrets AS (SELECT 1) SELECT 1) s
+200 || [{"n":2}] || WITH a AS (SELECT 1 AS v) SELECT count(*) AS n FROM (SELECT v FROM a UNION ALL SELECT v FROM a) u
+200 || [{"n":4950}] || WITH facts AS (SELECT sum(v) AS n FROM facts) SELECT n FROM facts
+200 || [{"n":3}] || WITH a AS (SELECT 1 AS v), b AS (SELECT v + 1 AS v FROM a), c AS (SELECT v + 1 AS v FROM b) SELECT v AS n FROM c
 # --- 9.2 no engine internals reachable as tables: DuckDB catalogs, attached databases by internal names, files
 404 || does not exist || SELECT * FROM duckdb_databases
 404 || does not exist || SELECT * FROM duckdb_settings
@@ -188,7 +191,7 @@
 403 || setseed || SELECT setseed(0.5) FROM pg.public.secrets
 403 || query_to_xml || SELECT query_to_xml('SELECT * FROM pg_authid', true, true, '') FROM pg.public.secrets
 403 || ts_stat || SELECT * FROM ts_stat('SELECT rolpassword::tsvector FROM pg_authid')
-200 || "n":10 || SELECT count(*) AS n FROM pg_catalog.pg_class c JOIN pg.public.secrets s ON c.relname = 'secrets'
+200 || [{"n":10}] || SELECT count(*) AS n FROM pg_catalog.pg_class c JOIN pg.public.secrets s ON c.relname = 'secrets'
 # --- 9.6 auth: empty tokens never authenticate, Basic takes the password only, 401 before the body is read
 401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}}
 401 || needs a token || SELECT 1 || {"headers": {"Authorization": "Bearer"}}
@@ -206,8 +209,8 @@
 401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}, "pad_bytes": 3000000}
 401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}, "endpoint": "explain"}
 401 || needs a token || SELECT 1 || {"headers": {"Authorization": null}, "endpoint": "schema"}
-200 || "x":2 || SELECT 2 AS x || {"headers": {"Authorization": "Basic YW55LXVzZXI6aG9zdGlsZS1zdWl0ZS10b2tlbg=="}}
-200 || "x":3 || SELECT 3 AS x || {"headers": {"Authorization": "bearer hostile-suite-token"}}
+200 || [{"x":2}] || SELECT 2 AS x || {"headers": {"Authorization": "Basic YW55LXVzZXI6aG9zdGlsZS1zdWl0ZS10b2tlbg=="}}
+200 || [{"x":3}] || SELECT 3 AS x || {"headers": {"Authorization": "bearer hostile-suite-token"}}
 413 || over 1048576 bytes || SELECT 1 || {"pad_bytes": 1100000}
 413 || over 1048576 bytes || SELECT '<<x>>*1048570' AS big
 400 || unpaired surrogate || - || {"raw": "{\"sql\": \"SELECT '\\ud800' AS x\"}"}
@@ -231,8 +234,8 @@
 403 || one statement || /* a */ SELECT 1 /* b */ ; /* c */ SELECT 2
 403 || one statement || EXPLAIN SELECT 1; DROP TABLE pg.public.secrets || {"endpoint": "explain"}
 403 || one statement || SELECT 1; DROP TABLE pg.public.secrets || {"endpoint": "explain"}
-200 || "x":1 || SELECT 1 AS x;;;
-200 || "x":1 || SELECT 1 AS x; -- done
+200 || [{"x":1}] || SELECT 1 AS x;;;
+200 || [{"x":1}] || SELECT 1 AS x; -- done
 # --- 9.12 errors: never a 500; the statement named as written, not its leading comment; positions in the user's SQL
 403 || DELETE is not allowed || /* Username: someone@example.com, Query ID: 17, Queue: queries, Job ID: 12 */ DELETE FROM pg.public.secrets || {"line": 1, "column": 79}
 403 || INSERT is not allowed || /* Username: x */\n  INSERT INTO pg.public.secrets VALUES (1, 'x') || {"line": 2, "column": 3}
@@ -248,7 +251,7 @@
 400 || too deeply nested || SELECT <<(>>*400 1 <<)>>*400
 400 || too deeply nested || SELECT <<(SELECT >>*200 1 <<)>>*200
 400 || too deeply nested || SELECT 1 FROM pg.public.secrets WHERE <<NOT >>*2000 true
-400 || expression depth || SELECT 1 <<+ 1>>*3000
+400 || too deeply nested || SELECT 1 <<+ 1>>*3000
 400 || too deeply nested || SELECT <<CASE WHEN true THEN >>*400 1 <<END >>*400
 400 || SQLSTATE 54011 || SELECT 1 AS a<<, 1>>*1700 FROM pg.public.secrets || {"sqlstate": "54011"}
 400 || SQLSTATE 22012 || SELECT 1 / (id - id) FROM pg.public.secrets || {"sqlstate": "22012"}
@@ -274,7 +277,7 @@
 403 || not allowed || DISCARD ALL
 403 || not allowed || LISTEN lakegate
 403 || SET || SET search_path = public
-200 || "x":"abc" || SELECT pg_catalog.lower('ABC') AS x FROM pg.public.secrets LIMIT 1
+200 || [{"x":"abc"}] || SELECT pg_catalog.lower('ABC') AS x FROM pg.public.secrets LIMIT 1
 # --- 9.7 the time limit covers the whole request: parsing, planning, time-travel arguments, EXPLAIN, execution
 408 || time limit || SELECT count(*) AS n FROM pg.public.secrets WHERE id IN (0<<, 1>>*100000) || {"timeout_ms": 300}
 408 || time limit || SELECT count(*) AS n FROM lake.public.facts WHERE id IN (0<<, 1>>*100000) || {"timeout_ms": 300}
@@ -291,10 +294,10 @@
 400 || subqueries inside expressions || SELECT <<(SELECT >>*30 1 <<)>>*30
 400 || subqueries inside expressions || SELECT <<(SELECT >>*16 1 <<)>>*16 FROM lake.public.facts
 400 || subqueries inside expressions || SELECT 1 WHERE <<EXISTS (SELECT 1 WHERE >>*16 true <<)>>*16
-200 || "x":1 || SELECT <<(SELECT >>*12 1 <<)>>*12 AS x
+200 || [{"x":1}] || SELECT <<(SELECT >>*12 1 <<)>>*12 AS x
 # --- 9.9 every endpoint is admitted (a worker slot, the queue, 503 with Retry-After when full)
-200 || "sources" || - || {"endpoint": "schema"}
-200 || "route":"gateway" || SHOW TABLES || {"endpoint": "explain"}
+200 || {"search_path":["lake","pg"]} || - || {"endpoint": "schema"}
+200 || {"route":"gateway","source":null,"tables":[],"engines":[],"views":{},"plan":"answered by the gateway (SHOW)"} || SHOW TABLES || {"endpoint": "explain"}
 # --- 9.8 results over max_result_bytes (2 MiB here) fail before they are materialised, on both routes
 413 || larger than || SELECT a, repeat('x', 1000) AS filler FROM generate_series(1, 300000) a
 413 || larger than || SELECT repeat('x', 3000000) AS big FROM pg.public.secrets LIMIT 1
@@ -304,9 +307,9 @@
 403 || pg_read_file || SELECT 1 /* a /* nested */ comment */ , pg_read_file('/etc/passwd') FROM pg.public.secrets
 403 || pg_read_file || SELECT E'\\' , pg_read_file(''/etc/passwd'') --' FROM pg.public.secrets
 403 || pg_read_file || SELECT $a$ $b$ , pg_read_file('/etc/passwd') $a$ FROM pg.public.secrets WHERE pg_read_file('/x') IS NULL
-200 || "n":10 || SELECT count(*) AS n FROM pg.public.secrets /* a /* nested */ comment */
-200 || "n":1 || SELECT count(*) AS n FROM pg.public.secrets WHERE secret = E'secret\0401'
-200 || "x":"a;b" || SELECT $q$a;b$q$ AS x FROM pg.public.secrets LIMIT 1
+200 || [{"n":10}] || SELECT count(*) AS n FROM pg.public.secrets /* a /* nested */ comment */
+200 || [{"n":1}] || SELECT count(*) AS n FROM pg.public.secrets WHERE secret = E'secret\0401'
+200 || [{"x":"a;b"}] || SELECT $q$a;b$q$ AS x FROM pg.public.secrets LIMIT 1
 # --- an expensive function on a constant (DuckDB folds it while planning: bounded by the memory cap, then cancelled)
 408 || time limit || SELECT md5(repeat('x', 100000000)) AS h || {"timeout_ms": 200}
 408 || time limit || EXPLAIN SELECT md5(repeat('x', 100000000)) AS h || {"timeout_ms": 200}
