@@ -366,9 +366,9 @@ class Gateway:
                 if problems:
                     raise Forbidden(roles.privileged_message(name, role, problems))
         if not self.duckdb.reopen():
-            raise Unavailable(
-                f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB: "
-                f"{'; '.join(self.duckdb.unavailable.values())}"
+            raise Unavailable(  # the cause quotes the connection string: it goes to the operator's log only
+                f"PostgreSQL source(s) {sorted(missing)} cannot be reached from DuckDB; retry in a moment, and "
+                "ask the operator if it persists (the gateway's log says why)"
             )
         return True
 
