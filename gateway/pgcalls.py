@@ -44,7 +44,7 @@ CALL, SQL, ATTRIBUTE, TABLE, OPERATOR, CAST, TABLESAMPLE, CONSTRUCT = (
 )
 
 #: SQL value functions by their libpg_query op, as PostgreSQL names the function they stand for
-_VALUE_FUNCTIONS = {
+VALUE_FUNCTIONS = {
     "SVFOP_CURRENT_DATE": "current_date",
     "SVFOP_CURRENT_TIME": "current_time",
     "SVFOP_CURRENT_TIME_N": "current_time",
@@ -104,10 +104,10 @@ def _name(parts: list[str]) -> tuple[str, str]:
     return (parts[-2] if len(parts) >= 2 else ""), (parts[-1] if parts else "")
 
 
-def calls(tree: Any) -> Iterator[Call]:
-    """Every call site of a libpg_query parse tree (the list ``pgparse.parse`` returns), iteratively (a deeply
-    nested statement does not recurse)."""
-    table_calls: set[int] = set()  #: id() of the FuncCall nodes that stand in FROM
+def nodes(tree: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every node of a libpg_query tree as (its type, its fields), parents before children, iteratively (a
+    deeply nested statement does not recurse). A type name stands unwrapped under its field (``TypeCast``,
+    ``ColumnDef``: ``{"typeName": {...}}``): it comes out as ``TypeName``."""
     stack: list[Any] = [tree]
     while stack:
         node = stack.pop()
@@ -118,11 +118,16 @@ def calls(tree: Any) -> Iterator[Call]:
             continue
         for kind, body in node.items():
             if isinstance(body, dict):
-                # a type name stands unwrapped under its field (TypeCast, ColumnDef): {"typeName": {...}}
-                yield from _visit("TypeName" if kind == "typeName" else kind, body, table_calls)
+                yield ("TypeName" if kind == "typeName" else kind), body
+            if isinstance(body, (dict, list)):
                 stack.append(body)
-            elif isinstance(body, list):
-                stack.append(body)
+
+
+def calls(tree: Any) -> Iterator[Call]:
+    """Every call site of a libpg_query parse tree (the list ``pgparse.parse`` returns)."""
+    table_calls: set[int] = set()  #: id() of the FuncCall nodes that stand in FROM
+    for kind, body in nodes(tree):
+        yield from _visit(kind, body, table_calls)
 
 
 def _visit(kind: str, body: dict[str, Any], table_calls: set[int]) -> Iterator[Call]:
@@ -138,7 +143,7 @@ def _visit(kind: str, body: dict[str, Any], table_calls: set[int]) -> Iterator[C
                 if isinstance(part, dict) and "FuncCall" in part:
                     table_calls.add(id(part["FuncCall"]))
     elif kind == "SQLValueFunction":
-        yield Call(SQL, _VALUE_FUNCTIONS.get(str(body.get("op")), str(body.get("op")).lower()), "", location)
+        yield Call(SQL, VALUE_FUNCTIONS.get(str(body.get("op")), str(body.get("op")).lower()), "", location)
     elif kind == "ColumnRef":
         fields = _strings(body.get("fields"))
         for index in range(1, len(fields)):
@@ -206,32 +211,20 @@ class Ranges:
 def ranges(tree: Any) -> Ranges:
     """The relation names of a parse tree (see :class:`Ranges`)."""
     found = Ranges()
-    stack: list[Any] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        for kind, body in node.items():
-            if isinstance(body, (dict, list)):
-                stack.append(body)
-            if not isinstance(body, dict):
-                continue
-            if kind == "RangeVar":
-                alias = _alias(body) or str(body.get("relname", ""))
-                found.add(alias, Relation(parts=_parts(body)))
-            elif kind in ("RangeSubselect", "RangeFunction", "RangeTableFunc", "JsonTable"):
-                alias = _alias(body)
-                if alias:
-                    names, star = _outputs(body.get("subquery"))
-                    names |= set(_alias_columns(body)) | _function_names(body)
-                    found.add(alias, Relation(names=frozenset(names), star=star))
-            elif kind == "CommonTableExpr":
-                names, star = _outputs(body.get("ctequery"))
-                names |= set(_strings(body.get("aliascolnames")))
-                found.ctes[str(body.get("ctename", ""))] = Relation(names=frozenset(names), star=star)
+    for kind, body in nodes(tree):
+        if kind == "RangeVar":
+            alias = _alias(body) or str(body.get("relname", ""))
+            found.add(alias, Relation(parts=_parts(body)))
+        elif kind in ("RangeSubselect", "RangeFunction", "RangeTableFunc", "JsonTable"):
+            alias = _alias(body)
+            if alias:
+                names, star = _outputs(body.get("subquery"))
+                names |= set(_alias_columns(body)) | _function_names(body)
+                found.add(alias, Relation(names=frozenset(names), star=star))
+        elif kind == "CommonTableExpr":
+            names, star = _outputs(body.get("ctequery"))
+            names |= set(_strings(body.get("aliascolnames")))
+            found.ctes[str(body.get("ctename", ""))] = Relation(names=frozenset(names), star=star)
     return found
 
 
@@ -264,23 +257,15 @@ def _outputs(query: Any) -> tuple[set[str], tuple[tuple[str, ...], ...]]:
     names: set[str] = set()
     tables: list[tuple[str, ...]] = []
     star = False
-    stack: list[Any] = [query]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            for kind, body in node.items():
-                if kind == "ResTarget" and isinstance(body, dict) and body.get("name"):
-                    names.add(str(body["name"]))
-                elif kind == "ColumnRef" and isinstance(body, dict):
-                    fields = _strings(body.get("fields"))
-                    star = star or "*" in fields
-                    names.update(f for f in fields[-1:] if f != "*")
-                elif kind == "FuncCall" and isinstance(body, dict):
-                    names.add(_name(_strings(body.get("funcname")))[1])
-                elif kind == "RangeVar" and isinstance(body, dict):
-                    tables.append(_parts(body))
-                if isinstance(body, (dict, list)):
-                    stack.append(body)
+    for kind, body in nodes(query):
+        if kind == "ResTarget" and body.get("name"):
+            names.add(str(body["name"]))
+        elif kind == "ColumnRef":
+            fields = _strings(body.get("fields"))
+            star = star or "*" in fields
+            names.update(f for f in fields[-1:] if f != "*")
+        elif kind == "FuncCall":
+            names.add(_name(_strings(body.get("funcname")))[1])
+        elif kind == "RangeVar":
+            tables.append(_parts(body))
     return names, tuple(tables) if star else ()
