@@ -8,6 +8,11 @@
 (d) p50/p99 latency of a small lake query with 1 and with 32 concurrent clients.
 (e) p50/p99 of ``SELECT 1`` while 200 slowloris connections (request heads that never end) are held open, vs. the
     same query on the idle gateway.
+(f) p50/p99 of ``SELECT 1`` from a well-behaved client while 10 hostile clients send the statements that used to
+    stall the whole gateway (40,000 ``/**/``, 40,000 nested comments, 1 MiB of ``/**/``: PostgreSQL's parser is
+    quadratic on them), and again with 2,000 idle connections without a token opened on top, vs. the same
+    query on the idle gateway (issue 27.4: ratio <= 2). Its own gateway, with ``timeout = "10s"``: every
+    hostile statement runs until that deadline, and is over soon after the row.
 
 The gateway runs as ``lakegate serve`` in its own process, on an embedded PostgreSQL and a SQLite-backed Iceberg
 catalog in a temporary directory, with its lake cache on (``--cache-bytes``, large enough for every table of the
@@ -18,6 +23,7 @@ Usage::
 
     pip install -e '.[bench]'
     python -m bench.gateway [--sf 1] [--facts 10000000] [--rows 1000000] [--repeat 3] [--cache-bytes 8GiB]
+    python -m bench.gateway --only f     # one row (e and f need no TPC-H data: nothing is generated for them)
 """
 
 from __future__ import annotations
@@ -122,16 +128,16 @@ def timed(
 class Gateway:
     """``lakegate serve`` in a child process."""
 
-    def __init__(self, root: Path, dsn: str, cache_bytes: str) -> None:
+    def __init__(self, root: Path, dsn: str, cache_bytes: str, timeout: str = "600s") -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         self.cache_bytes = cache_bytes
-        config = root / f"lakegate-{cache_bytes}.toml"
+        config = root / f"lakegate-{cache_bytes}-{timeout}.toml"
         config.write_text(
             f'[lake]\ncatalog_uri = "sqlite:///{root}/catalog.db"\nwarehouse = "{root}/warehouse"\n'
             f'[[sources]]\nname = "pg"\ndsn = "{dsn}"\nallow_privileged_role = true\n'
-            f'[gateway]\nport = {self.port}\nmax_rows = 2000000\ntimeout = "600s"\nworkers = 8\n'
+            f'[gateway]\nport = {self.port}\nmax_rows = 2000000\ntimeout = "{timeout}"\nworkers = 8\n'
             f'max_result_bytes = "4GiB"\ncache_bytes = "{cache_bytes}"\n'
         )
         self.process = subprocess.Popen(
@@ -509,6 +515,169 @@ def slow_clients(gateway: Gateway, held: int = 200, seconds: float = 12.0) -> No
     )
 
 
+#: The statements that stalled the whole gateway (issue 27.4): libpg_query rescans a run of operator characters at
+#: every comment start in it, holding the interpreter lock (1 MiB of ``/**/``: about 20 minutes).
+HOSTILE = (
+    "SELECT 1 AS x" + "/**/" * 40_000,
+    "SELECT 1 AS x " + "/*" * 40_000 + "*/" * 40_000,
+    "SELECT 1 AS x" + "/**/" * (((1 << 20) - 64) // 4),
+)
+
+
+class Hostile:
+    """``clients`` threads in a child process of their own (so that their work in Python does not slow the
+    measuring client down), each sending the :data:`HOSTILE` statements in turn, the next as soon as the gateway
+    answers the last, whatever it answers; for ``seconds`` at most, or until stopped (the child's stdin closes)."""
+
+    def __init__(self, url: str, clients: int, seconds: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", f"import bench.gateway as b; b.hostile_clients({url!r}, {clients}, {seconds})"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        self.answers: dict[str, int] = {}
+
+    def __enter__(self) -> Hostile:
+        assert self.process.stdout is not None
+        self.process.stdout.readline()  # every client has sent its first statement
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        out, _ = self.process.communicate(timeout=180)  # closes stdin: the clients stop after their answer
+        self.answers = json.loads(out.decode().strip().splitlines()[-1])
+
+
+def hostile_clients(url: str, clients: int, seconds: float) -> None:
+    """The child process of :class:`Hostile`: prints a line once every client sent a statement, then the
+    answers' status codes as JSON when stdin closes."""
+    stopping = threading.Event()
+    answers: dict[str, int] = {}
+    lock = threading.Lock()
+    started = threading.Barrier(clients + 1)
+
+    def run(index: int) -> None:
+        with httpx.Client(base_url=url, timeout=120) as client:
+            turn = index
+            first = True
+            while not stopping.is_set():
+                request = client.build_request("POST", "/v1/query", json={"sql": HOSTILE[turn % len(HOSTILE)]})
+                if first:
+                    started.wait()
+                    first = False
+                try:
+                    status = str(client.send(request).status_code)
+                except httpx.HTTPError as exc:
+                    status = type(exc).__name__
+                with lock:
+                    answers[status] = answers.get(status, 0) + 1
+                turn += 1
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    time.sleep(0.5)  # the statements are on their way
+    print("started", flush=True)
+    threading.Thread(target=lambda: (sys.stdin.read(), stopping.set()), daemon=True).start()
+    stopping.wait(seconds)
+    stopping.set()
+    for thread in threads:
+        thread.join(150)
+    print(json.dumps(answers), flush=True)
+
+
+class Idle:
+    """``count`` TCP connections that never send a byte, opened once and held (the gateway closes what it will)."""
+
+    def __init__(self, port: int, count: int) -> None:
+        self.port = port
+        self.count = count
+        self.sockets: list[socket.socket] = []
+
+    def held(self) -> int:
+        """How many the gateway has not closed."""
+        count = 0
+        for sock in self.sockets:
+            try:
+                count += sock.recv(1) != b""
+            except BlockingIOError:
+                count += 1
+            except OSError:
+                pass
+        return count
+
+    def __enter__(self) -> Idle:
+        for _ in range(self.count):
+            sock = socket.create_connection(("127.0.0.1", self.port))
+            sock.setblocking(False)
+            self.sockets.append(sock)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sock in self.sockets:
+            sock.close()
+
+
+def stalls(
+    root: Path, dsn: str, seconds: float = 30.0, clients: int = 10, idle: int = 2000, rounds: int = 3
+) -> None:
+    """(f) ``SELECT 1`` from one well-behaved client while ``clients`` hostile clients send :data:`HOSTILE` (and
+    then with ``idle`` connections without a token opened too) vs. on the idle gateway, in the same run:
+    ``seconds`` of each, in ``rounds`` alternating phases."""
+    gateway = Gateway(root, dsn, "0", timeout="10s")
+    try:
+
+        def measure(duration: float = seconds) -> list[float]:
+            out = []
+            with httpx.Client(base_url=gateway.url, timeout=120) as client:
+                until = time.monotonic() + duration
+                while time.monotonic() < until:
+                    start = time.perf_counter()
+                    gateway.query("SELECT 1 AS x", client=client)
+                    out.append(time.perf_counter() - start)
+            return out
+
+        measure(2.0)  # warm: plan cache, connections, the parser process
+        quiet: list[float] = []
+        busy: list[float] = []
+        answers: dict[str, int] = {}
+        # idle and hostile phases in turn, so that whatever else the machine does weighs on both alike; a hostile
+        # phase ends when every hostile client has its last answer (the gateway has nothing of theirs left)
+        for _ in range(rounds):
+            quiet += measure(seconds / rounds)
+            with Hostile(gateway.url, clients, seconds) as hostile:
+                busy += measure(seconds / rounds)
+            for status, count in hostile.answers.items():
+                answers[status] = answers.get(status, 0) + count
+        # then with the idle connections on top, measured once they are open (within read_timeout)
+        with Hostile(gateway.url, clients, seconds), Idle(gateway.port, idle) as connections:
+            crowded = measure(min(seconds / rounds, 8.0))
+            kept = connections.held()
+        rows = []
+        for label, samples in (
+            (f"{clients} hostile clients", busy),
+            (f"{clients} hostile clients + {idle:,} idle connections ({kept:,} kept open)", crowded),
+        ):
+            for q in (50, 99):
+                rows.append(
+                    (
+                        f"p{q}, {label}",
+                        f"{percentile(samples, q) * 1000:.1f} ms",
+                        f"{percentile(quiet, q) * 1000:.1f} ms",
+                        f"{percentile(samples, q) / percentile(quiet, q):.2f}",
+                    )
+                )
+        print_table(
+            f"(f) SELECT 1 through HTTP ({len(busy)} and {len(crowded)} samples) while hostile clients send "
+            f"statements that stalled the gateway (answers: {answers}) vs. the same query on the idle gateway "
+            f"({len(quiet)} samples; target p99 <= 2)",
+            rows,
+        )
+    finally:
+        gateway.stop()
+
+
 def prepare(root: Path, dsn: str, sf: float, facts: int, rows: int) -> tuple[Any, list[tuple[int, str]]]:
     catalog = lake_catalog.open_catalog("lake", f"sqlite:///{root}/catalog.db", str(root / "warehouse"))
     catalog.create_namespace("public")
@@ -587,6 +756,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the result in (c)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (after a warm-up)")
     parser.add_argument("--skip", default="", help="parts to skip, e.g. 'b,d'")
+    parser.add_argument("--only", default="", help="the only parts to run, e.g. 'f' (default: all)")
+    parser.add_argument("--stall-seconds", type=float, default=30.0, help="length of each measurement of (f)")
     parser.add_argument("--cache-bytes", default="8GiB", help="[gateway] cache_bytes of the gateway measured")
     parser.add_argument(
         "--no-uncached", action="store_true", help="do not measure (a) and (b) again with the cache off"
@@ -599,24 +770,29 @@ def main() -> None:
         admin.execute("CREATE DATABASE bench")
     dsn = pg.dsn("bench")
     gateways: list[Gateway] = []
+    parts = set(args.only.split(",")) if args.only else set("abcdef") - set(args.skip.split(","))
     try:
-        catalog, queries = prepare(root, dsn, args.sf, args.facts, args.rows)
-        local = local_duckdb(catalog)
-        gateways.append(Gateway(root, dsn, args.cache_bytes))
-        if not args.no_uncached:
+        if parts & set("abcd"):
+            catalog, queries = prepare(root, dsn, args.sf, args.facts, args.rows)
+            local = local_duckdb(catalog)
+        if parts & set("abcde"):
+            gateways.append(Gateway(root, dsn, args.cache_bytes))
+        if parts & set("ab") and not args.no_uncached:
             gateways.append(Gateway(root, dsn, "0"))
-        skip = set(args.skip.split(","))
-        if "a" not in skip:
+        if "a" in parts:
             tpch(gateways, local, local_duckdb(catalog, "native"), queries, args.repeat)
-        if "b" not in skip:
+        if "b" in parts:
             federated(gateways, local, catalog, dsn, args.facts, args.repeat)
-        if "c" not in skip:
+        if "c" in parts:
             wide(gateways[0], dsn, args.rows, args.repeat)
-        if "d" not in skip:
+        if "d" in parts:
             latency(gateways[0], local)
-        if "e" not in skip:
+        if "e" in parts:
             slow_clients(gateways[0])
-        print(f"\nlake cache at the end: {gateways[0].cache()}")
+        if "f" in parts:
+            stalls(root, dsn, args.stall_seconds)
+        if gateways:
+            print(f"\nlake cache at the end: {gateways[0].cache()}")
     finally:
         for gateway in gateways:
             gateway.stop()

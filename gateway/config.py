@@ -44,7 +44,32 @@ class GatewaySettings:
         10.0,
         kind="duration",
     )
-    max_connections: int = setting("Open connections at most; beyond it new ones are closed at once.", 2000)
+    max_connections: int = setting(
+        "Open connections at most. At the cap a new connection closes the oldest one that waits for a request "
+        "(one that never sent a valid token first); it is refused only when every open connection is working on "
+        "a request. The process's open-file limit (ulimit -n) is raised to fit, or the cap lowered to it.",
+        2000,
+    )
+    max_connections_per_address: int = setting(
+        "Connections from one client address that wait for a request without having sent a valid token (silent "
+        "ones, or ones that only asked /healthz); beyond it that address's oldest such connection is closed. "
+        "Connections that authenticated do not count.",
+        256,
+    )
+    large_statements: int = setting(
+        "Requests with a large statement (over 16 KiB of SQL, or with long runs of operator characters) that are "
+        "planned at once, until their first rows: planning one takes the server's Python for up to seconds, and "
+        "each more at once slows every small query down; the others wait for their turn within their time limit, "
+        "so that large statements never take every worker.",
+        1,
+    )
+    parser_processes: int = setting(
+        "Processes that run PostgreSQL's parser on statements too large to parse in the server's process (over "
+        "4 KiB, or with long runs of operator characters, on which that parser is slow and cannot be "
+        "interrupted); a parse still running when its request's time limit passes is killed. Large statements "
+        "may use all of them but one.",
+        2,
+    )
     memory_margin: int = setting(
         "Memory 'lakegate serve' may use beyond duckdb_memory_limit (Python, parsed statements, result batches, "
         "thread stacks); the process's data segment is capped at the sum, so that no query can take the host's "
@@ -75,3 +100,6 @@ class GatewaySettings:
         self.time_zone = zone
         if self.read_timeout <= 0 or self.max_connections <= 0:
             raise SettingsError("gateway.read_timeout and gateway.max_connections must be positive")
+        for name in ("max_connections_per_address", "large_statements", "parser_processes"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"gateway.{name} must be at least 1, got {getattr(self, name)}")

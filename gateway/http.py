@@ -6,11 +6,14 @@ function dependency on a worker thread, a hop per request for a few comparisons.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import ipaddress
 import logging
+import resource
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +28,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lakegate.connectors.config import SettingsError
-from lakegate.gateway import deadline, encoders, memory
+from lakegate.gateway import deadline, encoders, isolate, memory, pggrammar
 from lakegate.gateway.config import GatewaySettings
 from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unauthorized, Unavailable
 from lakegate.gateway.http_limits import Admit, protocol
@@ -34,6 +37,7 @@ from lakegate.gateway.service import Gateway
 
 log = logging.getLogger("lakegate.gateway")
 T = TypeVar("T")
+SWITCH_INTERVAL = 0.001  #: seconds a thread holds the interpreter lock when another wants it (see serve())
 
 ACCEPT = {
     "application/x-ndjson": encoders.NDJSON,
@@ -88,6 +92,46 @@ def _format(body: QueryRequest, request: Request) -> str:
     return encoders.JSON
 
 
+class Large:
+    """Requests whose statement is heavy (:func:`lakegate.gateway.pggrammar.heavy`: over 16 KiB, or with long
+    runs of operator characters) take a turn here before a worker slot: at most ``size`` at once, until their
+    first rows (issue 27.4). sqlglot parses and plans such a statement in Python for up to seconds, and it may
+    wait for PostgreSQL's parser process until its deadline: ten clients sending them would otherwise hold every
+    worker, and each one more planned at once makes every small query wait at the interpreter lock (measured with
+    bench/gateway.py (f) on 2 cores: p99 of SELECT 1 1.0-1.3x the idle gateway's with one at a time, 2-2.5x with
+    two; planning is Python under one interpreter lock, so two at once are not faster anyway). A statement
+    that gets no turn within its time limit is a 503, like a full queue."""
+
+    def __init__(self, size: int, max_queue: int) -> None:
+        self.semaphore = asyncio.Semaphore(max(1, size))
+        self.size = size
+        self.max_queue = max_queue
+        self.waiting = 0
+
+    @contextlib.asynccontextmanager
+    async def turn(self, sql: str, timeout: float) -> AsyncIterator[None]:
+        if not pggrammar.heavy(sql):
+            yield
+            return
+        if self.semaphore.locked() and self.waiting >= self.max_queue:
+            raise Unavailable(f"the gateway is busy: {self.waiting} large statements wait; retry in a moment")
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self.semaphore.acquire(), timeout)
+        except TimeoutError:
+            raise Unavailable(
+                f"the gateway is busy: {self.size} large statement(s) (over {pggrammar.HEAVY_CHARS} characters, or "
+                f"with long runs of operator characters) are being planned and none finished within {timeout:g} s "
+                "([gateway] large_statements)"
+            ) from None
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self.semaphore.release()
+
+
 # ------------------------------------------------------------------------------------------------ the app
 
 
@@ -102,10 +146,14 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
         if gateway._guard is None:
             await runner.call(gateway.open)
         app.state.admission = Admission(cfg.workers, cfg.max_queue, gateway)
+        app.state.large = Large(cfg.large_statements, cfg.max_queue)
+        isolate.POOL.configure(cfg.parser_processes)
+        await runner.call(isolate.POOL.warm)
         yield
         if own_gateway:
             await runner.call(gateway.close)
             pool.shutdown(wait=False, cancel_futures=True)
+            isolate.POOL.close()
 
     app = FastAPI(
         title="lakegate gateway",
@@ -131,12 +179,13 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
         fmt = _format(body, request)
         admission: Admission = request.app.state.admission
         limits = gateway.limits(body.max_rows, body.timeout_ms, body.time_zone)
-        await admission.acquire(limits.timeout)
-        try:
-            return await run_query(request, gateway, runner, admission, body, fmt)
-        except BaseException:
-            admission.release()
-            raise
+        async with request.app.state.large.turn(body.sql, limits.timeout):
+            await admission.acquire(limits.timeout)
+            try:
+                return await run_query(request, gateway, runner, admission, body, fmt)
+            except BaseException:
+                admission.release()
+                raise
 
     async def admitted(request: Request, timeout: float, fn: Callable[..., T], *args: Any) -> T:
         """Every endpoint that works on the engines or catalogs takes a worker slot like a query does."""
@@ -151,7 +200,8 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     async def explain(body: ExplainRequest, request: Request) -> dict[str, Any]:
         _check_text(body.sql)
         timeout = gateway.limits(None, body.timeout_ms).timeout
-        return await admitted(request, timeout, gateway.explain, body.sql, body.timeout_ms, body.time_zone)
+        async with request.app.state.large.turn(body.sql, timeout):
+            return await admitted(request, timeout, gateway.explain, body.sql, body.timeout_ms, body.time_zone)
 
     @app.get("/v1/schema", tags=["catalog"])
     async def schema(request: Request) -> dict[str, Any]:
@@ -293,19 +343,55 @@ def serve(gateway: Gateway) -> None:
     # 50-160 ms pause of every request in flight, measured under bench/gateway.py (d)).
     gc.collect()
     gc.freeze()
+    # A thread that wants the interpreter lock waits up to the switch interval for the thread holding it: the event
+    # loop and every small query wait that long at each hand-over while a large statement is parsed in Python (up
+    # to seconds). 1 ms instead of 5: a ping through a socket pair, 4 hand-overs, while two threads parse 1 MiB
+    # of SQL went from 21 / 97 ms (p50 / p99) to 3.7 / 31 ms; CPU-bound threads only switch more often.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     _Server(server_config(app, gateway.config)).run()
 
 
 def server_config(app: FastAPI, cfg: GatewaySettings, **overrides: Any) -> uvicorn.Config:
     """uvicorn's settings for the gateway: request heads and bodies within ``read_timeout``, at most
-    ``max_connections`` open connections (see :mod:`lakegate.gateway.http_limits`)."""
+    ``max_connections`` open connections, as many as the process may open files for (see
+    :mod:`lakegate.gateway.http_limits`)."""
+    connections = fit_open_files(cfg.max_connections)
     options: dict[str, Any] = {
         "host": cfg.host,
         "port": cfg.port,
         "log_level": "info",
         "timeout_graceful_shutdown": 5,
-        "http": protocol(cfg.read_timeout, cfg.max_connections),
-        "backlog": max(2048, cfg.max_connections),
+        "http": protocol(cfg, connections),
+        "backlog": max(2048, connections),
         **overrides,
     }
     return uvicorn.Config(app, **options)
+
+
+#: Descriptors the gateway needs besides its connections: engine pools, DuckDB's files, parser pipes, logs.
+SPARE_FILES = 512
+
+
+def fit_open_files(connections: int) -> int:
+    """The connections the process can hold: its open-file limit (``ulimit -n``, often 1024) is raised up to the
+    hard limit to fit ``connections`` and :data:`SPARE_FILES`; when even the hard limit is too low, fewer
+    connections (said in the log). Past the limit, accept() fails and asyncio stops accepting for a second at a
+    time, whoever connects: the lockout max_connections is there to prevent."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = connections + SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return connections
+    fitted = max(16, soft - SPARE_FILES)
+    log.warning(
+        "the process may open %d files (ulimit -n; hard limit %d): [gateway] max_connections lowered from %d to %d",
+        soft,
+        hard,
+        connections,
+        fitted,
+    )
+    return fitted

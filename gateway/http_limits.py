@@ -8,7 +8,16 @@ and connections that must send their request head in time.
   aborts its connection instead of holding it.
 * :func:`protocol` makes uvicorn's h11 protocol close a connection whose request line and headers are not
   complete within ``read_timeout`` of the connection (or of the previous response), however slowly the bytes
-  trickle in, and refuse connections beyond ``max_connections``.
+  trickle in, and keeps connections without a token from starving the clients that have one
+  (:class:`Connections`, issue 27.4): 2,000 connections that never send a byte used to fill
+  ``max_connections``, and every new connection, a client's with its token too, was refused until they timed
+  out (and the attacker opened them again). Now a connection is refused only when every open one is working on a
+  request; otherwise the oldest connection that waits for a request is closed to make room, one that never sent
+  a valid token first (a client's connection sends its request right after connecting, so it is never the
+  oldest waiting one); and one address may keep at most ``max_connections_per_address`` such connections
+  without a token waiting (its oldest closed beyond that), so that one client cannot make every other client's
+  waiting connections the ones closed. Authenticated keep-alive connections are the reserve: they are closed
+  only when no untrusted waiting connection is left.
 
 Written by hand because uvicorn has neither: ``timeout_keep_alive`` only runs between requests and is reset by
 every byte received, ``limit_concurrency`` answers 503 to requests but keeps half-open connections, and
@@ -27,6 +36,7 @@ import hmac
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -193,18 +203,98 @@ async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str
 # ------------------------------------------------------------------------------------------ connections
 
 
-def protocol(read_timeout: float, max_connections: int) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a deadline for each request head and a cap on open connections."""
+class Connections:
+    """The open connections of one server, and which of them may be closed to make room (see the module doc).
+
+    A connection is *waiting* from its start, and again after each response, until its next request head is in;
+    it is *trusted* once a request on it carried a valid token (once it sent a request, when no token is
+    configured: a connection that never sent a byte is never trusted). Waiting connections that are not trusted
+    are kept per client address, oldest first: beyond ``per_address`` of one address its oldest is closed; when
+    ``limit`` connections are open, a new one closes the oldest waiting connection (untrusted first) instead of
+    being refused, and is refused only when every open connection is working on a request."""
+
+    def __init__(self, limit: int, per_address: int) -> None:
+        self.limit = limit
+        self.per_address = per_address
+        self.open: set[Any] = set()
+        self.untrusted: OrderedDict[Any, None] = OrderedDict()  # waiting, no valid token yet: oldest first
+        self.trusted: OrderedDict[Any, None] = OrderedDict()  # waiting for the next request of a client
+        self.by_address: dict[str, OrderedDict[Any, None]] = {}
+        self.evicted = 0
+
+    def admit(self, conn: Any) -> bool:
+        """A new connection: room is made for it if it must be; False when none can be made."""
+        if len(self.open) >= self.limit:
+            oldest = next(iter(self.untrusted), None) or next(iter(self.trusted), None)
+            if oldest is None:
+                return False
+            self.evict(oldest)
+        self.open.add(conn)
+        return True
+
+    def waiting(self, conn: Any) -> None:
+        """``conn`` waits for a request head."""
+        if conn not in self.open:
+            return
+        if conn.trusted:
+            self.trusted[conn] = None
+            return
+        self.untrusted[conn] = None
+        mine = self.by_address.setdefault(conn.address, OrderedDict())
+        mine[conn] = None
+        if len(mine) > self.per_address:
+            self.evict(next(iter(mine)))
+
+    def working(self, conn: Any) -> None:
+        """A request head arrived on ``conn``."""
+        self._forget_waiting(conn)
+
+    def closed(self, conn: Any) -> None:
+        self._forget_waiting(conn)
+        self.open.discard(conn)
+
+    def evict(self, conn: Any) -> None:
+        self.closed(conn)
+        self.evicted += 1
+        _note_eviction(self)
+        conn.transport.abort()
+
+    def _forget_waiting(self, conn: Any) -> None:
+        self.trusted.pop(conn, None)
+        if conn in self.untrusted:
+            del self.untrusted[conn]
+            mine = self.by_address[conn.address]
+            del mine[conn]
+            if not mine:
+                del self.by_address[conn.address]
+
+
+def protocol(config: Any, max_connections: int | None = None) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a deadline for each request head (``config.read_timeout``), a cap on open
+    connections (``max_connections``, default ``config.max_connections``) and on the waiting connections of each
+    address without a token (``config.max_connections_per_address``): :class:`Connections`. ``config`` is the
+    [gateway] settings; its ``tokens`` are read per request, as :class:`Admit` does."""
+    read_timeout: float = config.read_timeout
+    limit = config.max_connections if max_connections is None else max_connections
+    connections = Connections(limit, config.max_connections_per_address)
 
     class GuardedH11(H11Protocol):
+        registry = connections  #: the server's open connections (tests and figures read it)
         _head_timer: asyncio.TimerHandle | None = None
+        _started = False
+        trusted = False
+        address = ""
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= max_connections:
-                _warn_full(max_connections)
+            peer = transport.get_extra_info("peername")
+            self.address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            self.transport = transport
+            if not connections.admit(self):
+                _warn_full(limit)
                 transport.abort()
                 return
             super().connection_made(transport)
+            self._started = True
             self._await_head()
 
         def handle_events(self) -> None:
@@ -212,6 +302,10 @@ def protocol(read_timeout: float, max_connections: int) -> type[H11Protocol]:
             if self._head_timer is not None and self.conn.their_state is not h11.IDLE:
                 self._head_timer.cancel()  # the request line and headers are in
                 self._head_timer = None
+                if not self.trusted:
+                    given = dict(self.headers or []).get(b"authorization", b"").decode("latin-1")
+                    self.trusted = unauthorized_reason(given, config.tokens) is None
+                connections.working(self)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -219,16 +313,18 @@ def protocol(read_timeout: float, max_connections: int) -> type[H11Protocol]:
                 self._await_head()  # the next request's head must arrive in time too
 
         def connection_lost(self, exc: Exception | None) -> None:
+            connections.closed(self)
             if self._head_timer is not None:
                 self._head_timer.cancel()
                 self._head_timer = None
-            if self.transport is not None:
+            if self._started:
                 super().connection_lost(exc)
 
         def _await_head(self) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
             self._head_timer = self.loop.call_later(read_timeout, self._head_late)
+            connections.waiting(self)
 
         def _head_late(self) -> None:
             self._head_timer = None
@@ -239,6 +335,7 @@ def protocol(read_timeout: float, max_connections: int) -> type[H11Protocol]:
 
 
 _last_warning = 0.0
+_last_eviction_note = 0.0
 
 
 def _warn_full(limit: int) -> None:
@@ -246,4 +343,21 @@ def _warn_full(limit: int) -> None:
     now = time.monotonic()
     if now - _last_warning > 10:
         _last_warning = now
-        log.warning("%d connections are open ([gateway] max_connections); refusing new ones", limit)
+        log.warning(
+            "%d connections are open ([gateway] max_connections), each working on a request; refusing new ones",
+            limit,
+        )
+
+
+def _note_eviction(registry: Connections) -> None:
+    global _last_eviction_note
+    now = time.monotonic()
+    if now - _last_eviction_note > 10:
+        _last_eviction_note = now
+        log.warning(
+            "closing connections that wait without a token to make room ([gateway] max_connections = %d, "
+            "max_connections_per_address = %d; %d closed so far)",
+            registry.limit,
+            registry.per_address,
+            registry.evicted,
+        )

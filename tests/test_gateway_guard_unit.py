@@ -146,3 +146,17 @@ def test_planning_is_interrupted_at_its_deadline_and_nothing_is_left_pending() -
             assert sqlglot.parse_one("SELECT 1", read="postgres") is not None
     finally:
         watchdog.stop()
+
+
+def test_statements_past_the_token_cap_are_refused_before_parsing() -> None:
+    """A 1 MiB list of names (520,000 tokens) made the garbage collector pause every thread for seconds; past
+    MAX_TOKENS the statement is refused (54000) before sqlglot builds its tree. A 100,000-element IN list, the
+    largest the hostile suite sends, stays under the cap."""
+    from lakegate.gateway import parse
+    from lakegate.gateway.errors import BadRequest
+
+    with pytest.raises(BadRequest) as caught:
+        parse.parse("SELECT " + ", ".join(["a"] * (parse.MAX_TOKENS // 2 + 1)) + " FROM t")
+    assert caught.value.sqlstate == "54000" and "more than the 250,000 the gateway reads" in str(caught.value)
+    ok = parse.parse("SELECT 1 WHERE 1 IN (" + ", ".join(["1"] * 100_000) + ")")
+    assert ok.kind == parse.QUERY
