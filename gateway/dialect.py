@@ -19,7 +19,11 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
 * :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave);
 * :mod:`~lakegate.gateway.dialect_scale`: unconstrained numerics held as their text are read as decimals where
-  their value is used (before every other rule), and result numerics print with PostgreSQL's display scale.
+  their value is used (before every other rule but the next), and result numerics print with PostgreSQL's display
+  scale;
+* :mod:`~lakegate.gateway.dialect_bounds`: numeric literals PostgreSQL's numeric cannot hold (first), and, over
+  the rewritten statement, ``LIKE`` in a form DuckDB matches in bounded time and no volatile argument to a call
+  whose bound DuckDB would check on another evaluation of it (:func:`dialect_bounds.bound`).
 
 DuckDB macros and functions the rules call are created by :mod:`lakegate.connectors.duckdb.pgmacros`. Each rule
 is covered by the differential corpus (``tests/answers``), which runs every query on PostgreSQL and both routes.
@@ -74,6 +78,7 @@ def cast(node: exp.Expr, to: str) -> exp.Cast:
 def rules() -> list[Rule]:
     from lakegate.gateway import (
         dialect_aggregates,
+        dialect_bounds,
         dialect_collation,
         dialect_datetime,
         dialect_formats,
@@ -92,6 +97,7 @@ def rules() -> list[Rule]:
     )
 
     return [
+        *dialect_bounds.RULES,
         *dialect_scale.RULES,
         *dialect_opaque.RULES,
         *dialect_jsontext.FIRST,
@@ -144,6 +150,9 @@ def postgres_semantics(ast: exp.Expr, typer: Typer) -> None:
                 replaced.add(id(node))
                 break
             # the rule wrapped the node (a cast of its result, say): the later rules still see the node itself
+    from lakegate.gateway import dialect_bounds
+
+    dialect_bounds.bound(ast)
 
 
 def _wraps(replacement: exp.Expr, node: exp.Expr) -> bool:

@@ -15,11 +15,24 @@ front ends (HTTP, CLI) render it and never show a stack trace::
     └── Unavailable                  503 unavailable      busy (every worker taken) or a source is down
 
 Foreign exceptions (sqlglot, duckdb, psycopg, pyiceberg) are translated where they are caught, into these.
+
+A message is capped at :data:`MAX_MESSAGE` characters, like a result is capped: engines echo what they were given
+(DuckDB quotes a value it cannot convert whole, a refusal quotes the construct it refuses), and an error body must
+not be the way around the result cap (``SELECT 1e99999999`` answered a 100 MB message). What is cut is said.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+MAX_MESSAGE = 4096  #: characters of an error message; the rest is cut, with a note saying how much
+
+
+def capped(message: str, limit: int = MAX_MESSAGE) -> str:
+    """``message``, or its first ``limit`` characters and a note of how many were cut."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... [message cut: {len(message) - limit} more characters]"
 
 
 class GatewayError(Exception):
@@ -37,6 +50,7 @@ class GatewayError(Exception):
         code: str | None = None,
         sqlstate: str | None = None,
     ) -> None:
+        message = capped(message)
         super().__init__(message)
         self.message = message
         self.line = line

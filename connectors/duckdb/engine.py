@@ -46,6 +46,7 @@ import pyarrow as pa
 from psycopg import conninfo
 
 from lakegate.connectors.duckdb import (
+    pgbounds,
     pgdatetime,
     pgerrors,
     pgident,
@@ -166,6 +167,7 @@ class DuckDBEngine:
             pgdatetime.register(con)
             pgident.register(con)
             pgnumformat.register(con)
+            pgbounds.register(con)  # shadows built-ins by name: the macros above that call them are bounded too
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from lakegate.connectors.duckdb import pgbounds
+
 #: DuckDB's type names -> PostgreSQL's, for the messages
 _TYPES = {
     "INT16": "smallint",
@@ -156,6 +158,8 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"cannot take logarithm of (zero|a negative number)"), lambda m: ("2201E", m.group(0))),
     (re.compile(r"cannot take square root of a negative number"), lambda m: ("2201F", m.group(0))),
+    # the bounds on calls DuckDB cannot interrupt (pgbounds): levenshtein's is PostgreSQL's own
+    *((pattern, lambda m, code=code: (code, m.group(0))) for pattern, code in pgbounds.ERRORS),
 ]
 
 
