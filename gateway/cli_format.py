@@ -190,16 +190,29 @@ def _dumps(value: Any) -> str:
 
 
 def json_rows(out: TextIO, names: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]]) -> int:
-    """A JSON array of row objects, one row per line."""
+    """A JSON array of row objects, one row per line; a repeated column name is keyed apart (``a``, ``a_2``),
+    as the gateway's json format keys it."""
     count = 0
+    keys = json_keys(names)
     out.write("[")
     for rows in batches:
         for row in rows:
-            record = {n: json_value(v) for n, v in zip(names, row, strict=True)}
+            record = {k: json_value(v) for k, v in zip(keys, row, strict=True)}
             out.write(("\n" if count == 0 else ",\n") + _dumps(record))
             count += 1
     out.write("\n]\n" if count else "]\n")
     return count
+
+
+def json_keys(names: Sequence[str]) -> list[str]:
+    """Column names as keys of a JSON object: the second ``a`` is ``a_2`` (the result keeps PostgreSQL's
+    names, repeated ones too)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        keys.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return keys
 
 
 def numeric_columns(description: Sequence[Sequence[Any]]) -> list[bool]:

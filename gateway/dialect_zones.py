@@ -260,6 +260,10 @@ def _local_series(node: exp.Expr, step: exp.Expr, zone: str) -> exp.Expr | None:
     assert start is not None and end is not None
     arguments = [start.copy(), end.copy(), step.copy(), exp.Literal.string(zone)]
     table = node.parent
+    if isinstance(table, exp.Table) and node.arg_key == "this" and table.args.get("alias") is None:
+        # PostgreSQL names the table and its one column after the function (not after the unnest below)
+        name = exp.to_identifier("generate_series")
+        table.set("alias", exp.TableAlias(this=name, columns=[name.copy()]))
     if isinstance(node, exp.GenerateSeries):  # in a select list: the rows of a list
         return exp.Unnest(expressions=[call("pg_series_local_list", *arguments)])
     if not isinstance(table, exp.Table) or node.arg_key != "this":

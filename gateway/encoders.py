@@ -29,6 +29,7 @@ import pyarrow.csv as pacsv
 
 from lakegate.connectors import intervals
 from lakegate.gateway.client_types import infinities
+from lakegate.gateway.execute import unique_names
 from lakegate.gateway.pgtypes import marked, pg_type
 
 JSON, NDJSON, CSV, ARROW = "json", "ndjson", "csv", "arrow"
@@ -261,10 +262,12 @@ class Encoder:
 
 
 def _rows(batch: pa.RecordBatch, prefix: str, suffix: str) -> pa.Array:
-    """One JSON object text per row, each wrapped in ``prefix`` ... ``suffix``."""
+    """One JSON object text per row, each wrapped in ``prefix`` ... ``suffix``; repeated column names are
+    keyed apart (``a``, ``a_2``: :func:`lakegate.gateway.execute.unique_names`)."""
     parts: list[Any] = []
+    keys = unique_names(batch.schema).names
     for i, field in enumerate(batch.schema):
-        key = json.dumps(field.name, ensure_ascii=False)
+        key = json.dumps(keys[i], ensure_ascii=False)
         parts.append(("{" if i == 0 else ",") + key + ":")
         parts.append(json_values(batch.column(i), field))
     if not parts:
@@ -297,9 +300,9 @@ class JsonEncoder(Encoder):
         self._first = True
 
     def header(self, schema: pa.Schema) -> bytes:
-        columns = [
-            {"name": f.name, "friendly_name": f.name, "type": redash_type(f), "pg_type": pg_type(f)}
-            for f in schema
+        columns = [  # name: the rows' key (repeated names keyed apart), friendly_name: the column's name
+            {"name": key, "friendly_name": f.name, "type": redash_type(f), "pg_type": pg_type(f)}
+            for key, f in zip(unique_names(schema).names, schema, strict=True)
         ]
         return ('{"columns":' + json.dumps(columns, ensure_ascii=False) + ',"rows":[').encode()
 

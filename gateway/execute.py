@@ -151,7 +151,7 @@ class Execution:
         except QueryError as exc:
             self.close()
             raise self.translate(exc) from exc
-        self.schema = in_zone(unique_names(self.stream.schema), self.limits.time_zone)
+        self.schema = in_zone(pg_names(self.stream.schema), self.limits.time_zone)
         self._cast = any(a.type != b.type for a, b in zip(self.schema, self.stream.schema, strict=True))
         nanos = [f.name for f in self.schema if _has_nanoseconds(f.type)]
         if nanos:
@@ -313,8 +313,19 @@ def _zoned(kind: pa.DataType, zone: str) -> pa.DataType:
     return kind
 
 
+def pg_names(schema: pa.Schema) -> pa.Schema:
+    """A result's column names as PostgreSQL gives them, repeated names included (``SELECT a.id, b.id`` has
+    two columns ``id``, in Arrow and CSV as in psql); an engine's empty name is PostgreSQL's ``?column?``.
+    Only the JSON formats, whose rows are objects keyed by name, key them apart (:func:`unique_names`)."""
+    if all(f.name for f in schema):
+        return schema
+    fields = [f if f.name else f.with_name("?column?") for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
 def unique_names(schema: pa.Schema) -> pa.Schema:
-    """Duplicate column names get a suffix (``a``, ``a_2``): JSON rows are objects keyed by name."""
+    """Duplicate column names get a suffix (``a``, ``a_2``): the keys of JSON rows, which are objects keyed by
+    name (the ``json`` format's ``columns`` say each key's ``friendly_name``: the column's own name)."""
     seen: dict[str, int] = {}
     fields = []
     for f in schema:

@@ -30,7 +30,7 @@ from sqlglot import exp
 
 from lakegate.connectors.iceberg.schema import CHANGELOG_SUFFIX
 from lakegate.connectors.postgres.extensions import Footprint
-from lakegate.gateway import lakecolumns, lakecut, scope
+from lakegate.gateway import lakecolumns, lakecut, pggrammar, scope
 from lakegate.gateway.catalog import LAKE, Catalog, TableRef
 from lakegate.gateway.collations import Collation
 from lakegate.gateway.dialect import postgres_semantics
@@ -40,6 +40,7 @@ from lakegate.gateway.dialect_stars import expand_merged_stars, refuse_ambiguous
 from lakegate.gateway.errors import BadRequest, UnsupportedQuery
 from lakegate.gateway.lake import Cached, Lake, TimeTravel, quote, view_sql
 from lakegate.gateway.parse import DIALECT, position
+from lakegate.gateway.pgcolnames import keep_names, name_columns
 from lakegate.gateway.pgcolumns import PgColumns, view_columns, with_source_collations
 from lakegate.gateway.pgfootprint import footprint
 from lakegate.gateway.pgtext import capped, user_text
@@ -160,7 +161,8 @@ class Router:
         if resolved and len(sources) == 1 and resolved[0][1].kind != LAKE:
             routed = self._postgres(ast, resolved, names, max_rows, text)
         else:
-            _name_like_postgres(ast)  # before the rewrites below, which change what names derive from
+            # PostgreSQL's column names, before the rewrites below, which change what names derive from
+            named = name_columns(ast, pggrammar.tree(text) if text else None, text)
             sort_distinct(ast)  # typed with the ORDER BY it adds
             columns, collation = self._table_columns(resolved, listing)
             typer = Typer(ast, columns, zone)
@@ -172,6 +174,7 @@ class Router:
             projections = typer.projections(ast)
             postgres_semantics(ast, typer)
             show_numerics(ast, typer, projections)
+            keep_names(named)
             routed = self._duckdb(ast, resolved, names, max_rows)
             pg_types = tuple(t for _, t in projections) if projections is not None else None
             routed = dataclasses.replace(routed, pg_types=pg_types)
@@ -445,33 +448,8 @@ def _name_generator_columns(ast: exp.Expression) -> None:
 
 
 def _name_like_postgres(ast: exp.Expression) -> None:
-    """Give unnamed output columns PostgreSQL's names (``count``, ``string_agg``, ``?column?``), not DuckDB's
-    (``count_star()``), so that a query's columns do not depend on its route."""
-    select = ast
-    while isinstance(select, exp.SetOperation):
-        select = select.this
-    if not isinstance(select, exp.Select):
-        return
-    for i, node in enumerate(list(select.expressions)):
-        if isinstance(node, (exp.Alias, exp.Column, exp.Star)) or node.find(exp.Star) is node:
-            continue
-        # the node itself, not a copy: the router renames the tables inside it afterwards
-        expressions = list(select.expressions)
-        expressions[i] = exp.alias_(node, _pg_name(node), quoted=True, copy=False)
-        select.set("expressions", expressions)
-
-
-def _pg_name(node: exp.Expression) -> str:
-    if isinstance(node, exp.Cast):
-        inner = _pg_name(node.this)
-        return inner if inner != "?column?" else node.to.sql(dialect="postgres").lower().split("(")[0]
-    if isinstance(node, exp.Column):
-        return node.name
-    if isinstance(node, exp.Func):
-        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\(|$)", node.sql(dialect="postgres"))
-        if match:
-            return match.group(1).lower()
-    return "?column?"
+    """PostgreSQL's column names from sqlglot's tree alone (see :func:`name_columns`)."""
+    name_columns(ast, None, None)
 
 
 def _view_name(ref: TableRef, travel: TimeTravel | None) -> str:

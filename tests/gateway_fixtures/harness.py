@@ -1,10 +1,11 @@
 """Shared pieces of the gateway tests: settings, a module-scoped database, a real uvicorn server in a thread,
-the routing-fixture reader, and value normalisation for comparing results with PostgreSQL."""
+the routing-fixture reader, and values in a form that compares results with PostgreSQL's as strictly as a user
+reads them (:func:`canon`)."""
 
 from __future__ import annotations
 
 import datetime
-import math
+import json
 import os
 import threading
 import time
@@ -22,7 +23,9 @@ import pyarrow as pa
 import uvicorn
 
 from lakegate import settings as settings_mod
+from lakegate.gateway.encoders import json_values
 from lakegate.gateway.http import create_app, server_config
+from lakegate.gateway.pgtypes import pg_type
 from lakegate.gateway.service import Gateway
 from tests.lakehelp import make_settings
 
@@ -162,44 +165,75 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
 
 
 def canon(value: Any) -> Any:
-    """A value in a form that compares equal across engines (numbers as rounded Decimals, times in UTC)."""
+    """A value in a form that compares equal only where a user sees the same answer: each kind tagged
+    (``'42'`` is not ``42``, ``true`` not ``1``), numerics as their text with its scale (``1.50`` is not
+    ``1.5``), floats exactly by their shortest text (``-0.0`` is not ``0.0``, NaN equals only NaN),
+    timestamps with a zone as their instant and the offset they are shown with."""
     if value is None:
         return None
     if isinstance(value, bool):
-        return value
-    if isinstance(value, int | Decimal):
-        return Decimal(value).normalize() + 0
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, Decimal):
+        return ("numeric", decimal_text(value))
     if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return Decimal(f"{value:.9g}").normalize() + 0
+        return ("float", repr(value))
     if isinstance(value, str):
-        try:
-            return canon(Decimal(value)) if value.strip() and value.strip()[0] in "-0123456789." else value
-        except ArithmeticError:
-            return value
+        return ("text", value)
     if isinstance(value, datetime.datetime) and value.tzinfo is not None:
-        return value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return ("timestamptz", value.astimezone(datetime.UTC).replace(tzinfo=None), value.utcoffset())
     if isinstance(value, list | tuple):
-        return tuple(canon(v) for v in value)
-    if isinstance(value, memoryview):
+        return ("array", tuple(canon(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, canon(v)) for k, v in value.items())))
+    if isinstance(value, memoryview | bytearray):
         return bytes(value)
     if type(value).__name__ == "UUID":
-        return str(value)
+        return ("text", str(value))
     return value
 
 
+def decimal_text(value: Decimal) -> str:
+    """A numeric as PostgreSQL writes it: positional, with its scale (``Decimal('1E-8')``: ``0.00000001``)."""
+    if value.is_nan():
+        return "NaN"
+    if value.is_infinite():
+        return "Infinity" if value > 0 else "-Infinity"
+    return format(value, "f")
+
+
+def _column(values: pa.ChunkedArray, field: pa.Field) -> list[Any]:
+    """A result column's Python values; numerics as the text the gateway shows (its JSON's: each value with
+    PostgreSQL's display scale), read back as Decimals that keep that scale."""
+    if pg_type(field).lstrip("_") != "numeric":
+        return values.to_pylist()
+    texts = json_values(values.combine_chunks(), field).to_pylist()
+    return [None if t == "null" else json.loads(t, parse_float=Decimal, parse_int=Decimal) for t in texts]
+
+
 def rows_of(table: pa.Table) -> list[tuple[Any, ...]]:
-    return [tuple(canon(v) for v in row.values()) for row in table.to_pylist()]
+    columns = [_column(table.column(i), table.schema.field(i)) for i in range(table.num_columns)]
+    rows = zip(*columns, strict=True) if columns else iter([()] * table.num_rows)
+    return [tuple(canon(v) for v in row) for row in rows]
 
 
 def pg_rows(conn: psycopg.Connection, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(canon(v) for v in row) for row in conn.execute(sql).fetchall()]
 
 
+def names_of(table: pa.Table) -> list[str]:
+    """A gateway result's column names, repeated ones included (as PostgreSQL's ``cursor.description``)."""
+    return table.schema.names
+
+
+def pg_names(conn: psycopg.Connection, sql: str) -> list[str]:
+    """PostgreSQL's column names of ``sql``, as ``cursor.description`` says them."""
+    return [d.name for d in conn.execute(sql).description or []]
+
+
 def same_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]], ordered: bool) -> bool:
+    """The same canonical rows (:func:`canon`), in the same order where ``ordered``, else as multisets."""
     if ordered:
         return got == want
     return sorted(got, key=repr) == sorted(want, key=repr)
