@@ -101,11 +101,14 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway") -> str:
-    """The source DSN with sessions that default to read-only transactions."""
+def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway", statement_timeout_ms: int = 0) -> str:
+    """The source DSN with sessions that default to read-only transactions (and, given ``statement_timeout_ms``,
+    end any statement after that long: a scan waiting on a lock in PostgreSQL is out of reach of DuckDB's
+    interrupt, and the extension's ``pg_statement_timeout_millis`` did not reach its sessions)."""
     params = conninfo.conninfo_to_dict(dsn)
     options = params.get("options") or ""
-    params["options"] = f"{options} -c default_transaction_read_only=on".strip()
+    extra = f" -c statement_timeout={int(statement_timeout_ms)}" if statement_timeout_ms > 0 else ""
+    params["options"] = f"{options} -c default_transaction_read_only=on{extra}".strip()
     params.setdefault("application_name", application_name)
     return conninfo.make_conninfo("", **params)
 
@@ -179,7 +182,8 @@ class DuckDBEngine:
     def _attach(self, con: duckdb.DuckDBPyConnection, name: str, dsn: str) -> None:
         try:
             con.execute(
-                f"ATTACH {sql_string(read_only_dsn(dsn))} AS {quote(name)} (TYPE postgres, READ_ONLY)"
+                f"ATTACH {sql_string(read_only_dsn(dsn, statement_timeout_ms=self.config.pg_timeout_ms))} "
+                f"AS {quote(name)} (TYPE postgres, READ_ONLY)"
             )
         except duckdb.Error as exc:
             self.unavailable[name] = clean_message(str(exc))
