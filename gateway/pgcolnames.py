@@ -30,25 +30,10 @@ from typing import Any
 
 from sqlglot import exp
 
+from lakegate.gateway.pgcalls import VALUE_FUNCTIONS
+
 UNNAMED = "?column?"
 _SIMPLE = re.compile(r"[a-z_][a-z0-9_]*")  #: a name DuckDB keeps as written unquoted (``AS total``)
-_SVF = {
-    "SVFOP_CURRENT_DATE": "current_date",
-    "SVFOP_CURRENT_TIME": "current_time",
-    "SVFOP_CURRENT_TIME_N": "current_time",
-    "SVFOP_CURRENT_TIMESTAMP": "current_timestamp",
-    "SVFOP_CURRENT_TIMESTAMP_N": "current_timestamp",
-    "SVFOP_LOCALTIME": "localtime",
-    "SVFOP_LOCALTIME_N": "localtime",
-    "SVFOP_LOCALTIMESTAMP": "localtimestamp",
-    "SVFOP_LOCALTIMESTAMP_N": "localtimestamp",
-    "SVFOP_CURRENT_ROLE": "current_role",
-    "SVFOP_CURRENT_USER": "current_user",
-    "SVFOP_USER": "user",
-    "SVFOP_SESSION_USER": "session_user",
-    "SVFOP_CURRENT_CATALOG": "current_catalog",
-    "SVFOP_CURRENT_SCHEMA": "current_schema",
-}
 _XML = {
     "IS_XMLCONCAT": "xmlconcat",
     "IS_XMLELEMENT": "xmlelement",
@@ -120,7 +105,7 @@ def figure(node: Any) -> tuple[str | None, int]:
     if kind == "MinMaxExpr":
         return {"IS_GREATEST": "greatest", "IS_LEAST": "least"}.get(body.get("op", "")), 2
     if kind == "SQLValueFunction":
-        return _SVF.get(body.get("op", "")), 2
+        return VALUE_FUNCTIONS.get(body.get("op", "")), 2
     if kind == "XmlExpr":
         name = _XML.get(body.get("op", ""))
         return (name, 2) if name else (None, 0)
