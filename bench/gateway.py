@@ -479,20 +479,25 @@ class Loris:
         self.thread.join(10)
 
 
+def select_one_latencies(gateway: Gateway, duration: float, timeout: float) -> list[float]:
+    """Seconds per ``SELECT 1`` from one client, back to back for ``duration`` seconds."""
+    out = []
+    with httpx.Client(base_url=gateway.url, timeout=timeout) as client:
+        until = time.monotonic() + duration
+        while time.monotonic() < until:
+            start = time.perf_counter()
+            gateway.query("SELECT 1 AS x", client=client)
+            out.append(time.perf_counter() - start)
+    return out
+
+
 def slow_clients(gateway: Gateway, held: int = 200, seconds: float = 12.0) -> None:
     """(e) ``SELECT 1`` with ``held`` slowloris connections open vs. on an idle gateway, in the same run; each
     measurement lasts longer than the gateway's read_timeout (10 s), so the loris connections are closed and
     opened again while it runs."""
 
     def measure(duration: float = seconds) -> list[float]:
-        out = []
-        with httpx.Client(base_url=gateway.url, timeout=60) as client:
-            until = time.monotonic() + duration
-            while time.monotonic() < until:
-                start = time.perf_counter()
-                gateway.query("SELECT 1 AS x", client=client)
-                out.append(time.perf_counter() - start)
-        return out
+        return select_one_latencies(gateway, duration, timeout=60)
 
     measure(1.0)  # warm: plan cache, connections
     idle = measure()
@@ -629,14 +634,7 @@ def stalls(
     try:
 
         def measure(duration: float = seconds) -> list[float]:
-            out = []
-            with httpx.Client(base_url=gateway.url, timeout=120) as client:
-                until = time.monotonic() + duration
-                while time.monotonic() < until:
-                    start = time.perf_counter()
-                    gateway.query("SELECT 1 AS x", client=client)
-                    out.append(time.perf_counter() - start)
-            return out
+            return select_one_latencies(gateway, duration, timeout=120)
 
         measure(2.0)  # warm: plan cache, connections, the parser process
         quiet: list[float] = []
