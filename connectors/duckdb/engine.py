@@ -107,7 +107,7 @@ def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway", statemen
     interrupt, and the extension's ``pg_statement_timeout_millis`` did not reach its sessions)."""
     params = conninfo.conninfo_to_dict(dsn)
     options = params.get("options") or ""
-    own = "statement_timeout" in options  # the source's DSN sets its own: the operator's choice stands
+    own = "statement_timeout" in str(options)  # the source's DSN sets its own: the operator's choice stands
     extra = f" -c statement_timeout={int(statement_timeout_ms)}" if statement_timeout_ms > 0 and not own else ""
     params["options"] = f"{options} -c default_transaction_read_only=on{extra}".strip()
     params.setdefault("application_name", application_name)
