@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from lakegate.gateway.errors import UnsupportedQuery
+from lakegate.gateway.errors import QueryFailed, UnsupportedQuery
 from lakegate.gateway.parse import position
 from lakegate.gateway.pgtyping import Typer
 
@@ -201,3 +201,30 @@ def _refuse(node: exp.Expr) -> None:
     reason = REFUSED.get(key)
     if reason is not None:
         raise refusal(node, reason)
+    if isinstance(node, exp.Window):
+        _window_aggregate(node)
+
+
+def _window_aggregate(window: exp.Window) -> None:
+    """PostgreSQL's errors for the aggregate forms it does not run as window functions, which DuckDB computes
+    (``count(DISTINCT x) OVER (ROWS 100000 PRECEDING)`` also ran seconds past its time limit there)."""
+    agg = window.this.this if isinstance(window.this, exp.Filter) else window.this
+    line, column = position(window)  # type: ignore[arg-type]
+    if isinstance(agg, exp.WithinGroup):
+        name = agg.this.sql(dialect="postgres").split("(")[0].lower()
+        raise QueryFailed(
+            f"OVER is not supported for ordered-set aggregate {name}",
+            line=line,
+            column=column,
+            sqlstate="0A000",
+        )
+    if not isinstance(agg, exp.Func):
+        return
+    for arg in agg.iter_expressions():
+        if isinstance(arg, exp.Distinct):
+            message = "DISTINCT is not implemented for window functions"
+        elif isinstance(arg, exp.Order):
+            message = "aggregate ORDER BY is not implemented for window functions"
+        else:
+            continue
+        raise QueryFailed(message, line=line, column=column, sqlstate="0A000")

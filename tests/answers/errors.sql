@@ -45,3 +45,10 @@ SELECT '1e-400'::float8 FROM {one}
 SELECT '1e39'::real FROM {one}
 SELECT x::float8, x::real FROM {one}, unnest(ARRAY[' inf ', '-Infinity', 'NaN', '1.4e-45', '0e-400', '-0', '3.4e38', '1e308']) x
 SELECT t::float8 FROM {strs} WHERE id = 11
+-- aggregates PostgreSQL does not run as window functions (DuckDB computes them; one ran seconds past its limit)
+SELECT id, count(DISTINCT x) OVER (ORDER BY id) FROM {grp}
+SELECT id, sum(DISTINCT x) FILTER (WHERE h = 1) OVER () FROM {grp}
+SELECT id, array_agg(x ORDER BY id) OVER () FROM {grp}
+SELECT id, string_agg(x::text, ',' ORDER BY id) OVER (PARTITION BY g) FROM {grp}
+SELECT id, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) OVER () FROM {grp}
+SELECT id, mode() WITHIN GROUP (ORDER BY x) OVER (PARTITION BY g) FROM {grp}
