@@ -31,8 +31,15 @@ class GatewaySettings:
     )
     time_zone: str = setting(
         "Session time zone of a query that names none (IANA name): how timestamptz values display and what "
-        "::date, date_trunc, extract and timestamp literals mean; a request's \"time_zone\" overrides it.",
+        '::date, date_trunc, extract and timestamp literals mean; a request\'s "time_zone" overrides it.',
         "UTC",
+    )
+    tableless_route: str = setting(
+        "Engine for a statement that names no table (SELECT 1 + 1, SELECT * FROM generate_series(1, 3)): "
+        "'postgres' sends it to the first PostgreSQL source of the search path, so that it answers as PostgreSQL "
+        "does (DuckDB when no source is configured); 'duckdb' computes it with PostgreSQL's semantics rewritten "
+        "in, like a lake query.",
+        "postgres",
     )
     duckdb_threads: int = setting("DuckDB worker threads (0 = one per core).", 0)
     duckdb_memory_limit: str = setting(
@@ -98,6 +105,10 @@ class GatewaySettings:
         if zone is None:
             raise SettingsError(f"gateway.time_zone: {zones.problem(self.time_zone)}")
         self.time_zone = zone
+        if self.tableless_route not in ("postgres", "duckdb"):
+            raise SettingsError(
+                f"gateway.tableless_route must be 'postgres' or 'duckdb', got {self.tableless_route!r}"
+            )
         if self.read_timeout <= 0 or self.max_connections <= 0:
             raise SettingsError("gateway.read_timeout and gateway.max_connections must be positive")
         for name in ("max_connections_per_address", "large_statements", "parser_processes"):

@@ -99,6 +99,7 @@ def env(
             timeout="2s",
             max_result_bytes="2MiB",
             tokens=[TOKEN],
+            tableless_route="duckdb",  # the fixtures' table-less statements attack DuckDB
         )
         catalog = lake_catalog.from_settings(settings.lake)
         catalog.create_namespace("public")
@@ -358,7 +359,9 @@ def test_every_endpoint_is_admitted(pg_dsn: str, lake_dir: Path, pg: psycopg.Con
     like queries do (they used to run beside the limits); /metrics still reports."""
     pg.execute("CREATE TABLE one (x int)")
     pg.execute("INSERT INTO one VALUES (1)")
-    settings = gateway_settings(pg_dsn, lake_dir, workers=1, max_queue=0, tokens=[TOKEN])
+    settings = gateway_settings(
+        pg_dsn, lake_dir, workers=1, max_queue=0, tokens=[TOKEN], tableless_route="duckdb"
+    )
     with live_server(settings) as live:
 
         def hold() -> None:

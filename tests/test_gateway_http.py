@@ -70,6 +70,7 @@ def env(
             timeout="20s",
             workers=6,
             max_queue=64,
+            tableless_route="duckdb",  # the heavy table-less statements (range()) load and cancel DuckDB
         )
         with running_worker(settings):
             wait_caught_up(conn)

@@ -97,7 +97,13 @@ def test_memory_is_bounded_per_query_and_in_total(pg_dsn: str, pg: psycopg.Conne
     pg.execute("CREATE TABLE one (x int)")
     pg.execute("INSERT INTO one VALUES (1)")
     with serve(
-        tmp_path, pg_dsn, duckdb_memory_limit="512MB", memory_margin="1GiB", max_result_bytes="2MiB", timeout="60s"
+        tmp_path,
+        pg_dsn,
+        duckdb_memory_limit="512MB",
+        memory_margin="1GiB",
+        max_result_bytes="2MiB",
+        timeout="60s",
+        tableless_route="duckdb",  # DuckDB's memory is what the table-less statements test
     ) as (client, process):
         before = _status(process.pid)
         assert 0 < before["limit"] < before["VmData"] + 2 * 2**30  # capped at start-up + 0.5 GB + 1 GiB

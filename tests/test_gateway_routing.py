@@ -60,7 +60,10 @@ def env(
     lake_dir: Path = tmp_path_factory.mktemp("lake")
     with database(pg_server) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(SCHEMA)
-        settings = gateway_settings(dsn, lake_dir, ["public.accounts", "public.orders"], max_rows=1000)
+        # the fixtures' table-less statements (VALUES, generate_series) check DuckDB's rewrites
+        settings = gateway_settings(
+            dsn, lake_dir, ["public.accounts", "public.orders"], max_rows=1000, tableless_route="duckdb"
+        )
         with running_worker(settings):
             wait_caught_up(conn)
             conn.execute(CHANGES)

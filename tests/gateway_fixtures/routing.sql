@@ -46,7 +46,7 @@ WHERE name ILIKE 'USER 1%' AND created_at < now() + interval '1 day'
 
 -- name: casts, ILIKE, date_trunc and interval on the lake
 -- route: duckdb
--- sql: SELECT id, CAST(balance AS INT) AS b, PG_DATE_TRUNC('MONTH', created_at) AS m FROM "lake.public.accounts" AS accounts WHERE name ILIKE 'USER 1%' AND created_at < CURRENT_TIMESTAMP + INTERVAL '1' DAY LIMIT 1001
+-- sql: SELECT id, CAST(balance AS INT) AS b, PG_DATE_TRUNC('MONTH', created_at) AS m FROM "lake.public.accounts" AS accounts WHERE name ILIKE 'USER 1%' AND created_at < CURRENT_TIMESTAMP + INTERVAL '1 day' LIMIT 1001
 SELECT id, balance::int AS b, date_trunc('month', created_at) AS m FROM lake.public.accounts
 WHERE name ILIKE 'USER 1%' AND created_at < now() + interval '1 day'
 
