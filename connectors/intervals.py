@@ -19,9 +19,18 @@ _ISO = re.compile(
 )
 
 
+class Infinite(ValueError):
+    """An infinite interval, which Arrow's month-day-nanosecond interval cannot hold."""
+
+
 def parse(text: str) -> tuple[int, int, int]:
     """ISO 8601 interval text -> (months, days, microseconds); ValueError for anything else."""
     match = _ISO.fullmatch(text.strip())
+    if text.strip() in (
+        "infinity",
+        "-infinity",
+    ):  # PostgreSQL 17's infinite intervals: no Arrow value holds one
+        raise Infinite(f"the interval {text.strip()} (PostgreSQL 17) has no value in Arrow's interval type")
     if not match or text.strip() in ("P", "PT"):
         raise ValueError(f"{text!r} is not an ISO 8601 interval")
     g = {k: v or "0" for k, v in match.groupdict().items()}

@@ -149,6 +149,7 @@ POSTGRES_FUNCTIONS = frozenset(
         "first_value",
         "floor",
         "format",
+        "format_type",  # a type's name from pg_type (what drivers and BI tools ask)
         "gcd",
         "gen_random_uuid",
         "generate_series",
@@ -303,6 +304,28 @@ POSTGRES_FUNCTIONS = frozenset(
         "variance",
         "width_bucket",
     ]
+)
+
+#: Settings a request may read (``SHOW name``, answered by :mod:`lakegate.gateway.service`): what drivers and BI
+#: tools ask to format and parse values. No others: settings can hold paths (data_directory, config_file,
+#: hba_file), a role's or database's secrets (custom ``app.*`` settings) and the server's layout.
+SHOWN_SETTINGS = frozenset(
+    {
+        "timezone",
+        "datestyle",
+        "intervalstyle",
+        "server_version",
+        "server_version_num",
+        "client_encoding",
+        "server_encoding",
+        "standard_conforming_strings",
+        "integer_datetimes",
+        "max_identifier_length",
+        "extra_float_digits",
+        "bytea_output",
+        "lc_monetary",
+        "lc_numeric",
+    }
 )
 
 #: Prefixes that are never allowed: files, URLs, other databases, server internals, catalogs of the engine.

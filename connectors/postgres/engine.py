@@ -1,9 +1,12 @@
 """PostgreSQL as a query engine: one query in a READ ONLY transaction with ``statement_timeout`` -> Arrow.
 
-Sessions come from a connection pool, opened with lakegate's session settings (UTC, ISO dates, hex bytea, exact
-floats; see :data:`lakegate.connectors.postgres.types.SESSION_OPTIONS`) plus :data:`SESSION_SETTINGS` (read-only
-transactions, ``search_path = pg_catalog``). Every query runs in ``BEGIN READ ONLY`` with ``SET LOCAL
-statement_timeout``; a session goes back to the pool through ``DISCARD ALL`` and a fresh ``setseed``
+Sessions come from a connection pool, opened with :data:`POOL_OPTIONS` (UTC, UTF-8, read-only transactions,
+``search_path = pg_catalog``) and nothing else: every setting that changes how values read or print as text
+(``DateStyle``, ``IntervalStyle``, ``extra_float_digits``, ``bytea_output``) stays the server's, database's and
+role's default, as in a psql session, so that ``interval::text`` or ``'01/02/03'::date`` in a query answers as
+there (issue 28.4). The result columns whose text the codecs could not read in those settings are sent through
+a setting-free form of their own in the COPY (:mod:`.textforms`). Every query runs in ``BEGIN READ ONLY`` with
+``SET LOCAL statement_timeout``; a session goes back to the pool through ``DISCARD ALL`` and a fresh ``setseed``
 (psycopg_pool's ``reset``, :mod:`.sessionreset`), or is closed when that cannot reset it.
 
 Rows are read with ``COPY (query) TO STDOUT (FORMAT csv)`` rather than fetched as Python tuples: the CSV is
@@ -16,6 +19,7 @@ geometric) arrives as its text form.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
 import time
@@ -26,14 +30,14 @@ from typing import Any
 import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
+from psycopg import conninfo, pq
 from psycopg import errors as pgerrors
-from psycopg import pq
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lakegate.connectors import intervals
-from lakegate.connectors.postgres import copyout, sessionreset
+from lakegate.connectors.postgres import copyout, sessionreset, textforms
 from lakegate.connectors.postgres import extensions as ext
-from lakegate.connectors.postgres.connection import connect_kwargs
+from lakegate.connectors.postgres.connection import connect_kwargs, with_settings
 from lakegate.connectors.postgres.failures import translate
 from lakegate.connectors.postgres.roles import PRIVILEGED_ROLES, ROLE_QUERY, privileged_message, role_problems
 from lakegate.connectors.postgres.types import (
@@ -62,12 +66,22 @@ EXTENSIONS_TTL = 5.0  #: seconds the extension schemas read from a database are 
 #: that an unqualified function or operator never resolves to one a user created in another schema; a query's
 #: transaction adds the schemas of extensions that no untrusted role can write (:mod:`.extensions`).
 SESSION_SETTINGS = {"default_transaction_read_only": "on", "search_path": "pg_catalog,pg_temp"}
+#: Start-up options of the pooled sessions: not types.SESSION_OPTIONS's DateStyle, IntervalStyle, bytea_output,
+#: extra_float_digits (the ingest's), which would change what a query's own casts to text answer
+POOL_OPTIONS = {"TimeZone": "UTC", "client_encoding": "UTF8", **SESSION_SETTINGS}
 #: DuckDB's PostgreSQL scanner's sessions: only pg_catalog too (its pushed-down filters name no extension's)
 SCANNER_SETTINGS = {"search_path": "pg_catalog,pg_temp"}
 #: Field metadata marking a string column that holds exact numeric text (unconstrained ``numeric``).
 NUMERIC_TEXT = {b"lakegate.numeric": b"text"}
 #: Field metadata: the result column's PostgreSQL type name (``pg_type.typname``).
 PG_TYPE = b"lakegate.pg_type"
+#: a result column: name, type oid, typmod, table oid (0: not a table's column), column number
+Column = tuple[str, int, int, int, int]
+#: declared dimensions of table columns (attrelid, attnum pairs)
+ATTNDIMS = """
+SELECT a.attrelid::int8, a.attnum::int4, a.attndims FROM pg_catalog.pg_attribute a
+JOIN unnest(%s::oid[], %s::int2[]) AS p(rel, num) ON a.attrelid = p.rel AND a.attnum = p.num
+"""
 
 
 class PostgresEngine:
@@ -77,6 +91,7 @@ class PostgresEngine:
         self.name = name
         self.connect_timeout = connect_timeout
         kwargs = connect_kwargs(dsn, application_name="lakegate-gateway", settings=SESSION_SETTINGS)
+        kwargs["options"] = conninfo.conninfo_to_dict(with_settings(dsn, POOL_OPTIONS))["options"]
         kwargs["autocommit"] = True
         # no server-side prepared statements of psycopg's own: DISCARD ALL (the pool's reset) deallocates them,
         # and psycopg notices that only the first time a session runs it ("prepared statement _pg3_0 does not
@@ -108,7 +123,11 @@ class PostgresEngine:
         known = self._extensions
         if known is not None and time.monotonic() - known[0] < EXTENSIONS_TTL:
             return known[1]
-        run = self.fetch if conn is None else (lambda sql, params=(): conn.execute(sql, params or None).fetchall())
+        run = (
+            self.fetch
+            if conn is None
+            else (lambda sql, params=(): conn.execute(sql, params or None).fetchall())
+        )
         found = ext.load(run)
         self._extensions = (time.monotonic(), found)
         return found
@@ -210,17 +229,28 @@ class PostgresEngine:
         finally:
             self.release(conn)
 
-    def codecs(self, conn: psycopg.Connection, columns: Sequence[tuple[str, int, int]]) -> list[Codec]:
+    def codecs(self, conn: psycopg.Connection, columns: Sequence[Column]) -> list[Codec]:
+        """The codecs of a result's columns; an array column of a table has the dimensions it is declared
+        with (``int[][]``: PostgreSQL keeps them, without enforcing them), any other array one."""
         catalog = TypeCatalog(lambda oids: conn.execute(TYPE_QUERY, (oids,)).fetchall())
         catalog._types = self._types  # share what earlier queries fetched (the cache is per catalog object)
+        places = [(c[3], c[4]) for c in columns if c[3] and catalog.get(c[1]).category == "A"]
+        dims: dict[tuple[int, int], int] = {}
+        if places:
+            rows = conn.execute(ATTNDIMS, ([p[0] for p in places], [p[1] for p in places])).fetchall()
+            dims = {(int(r[0]), int(r[1])): int(r[2]) for r in rows}
         out = []
-        for _name, oid, typmod in columns:
+        for _name, oid, typmod, table, number in columns:
             try:
-                codec = codec_for(catalog, oid, typmod)
+                codec = codec_for(catalog, oid, typmod, dims.get((table, number), 0))
             except UnsupportedType:
                 codec = Codec(pa.string(), lambda a: a.cast(pa.string()), f"oid {oid}")
-            if codec.source_type == "interval":  # results hold intervals as intervals (the lake keeps the text)
+            if (
+                codec.source_type == "interval"
+            ):  # results hold intervals as intervals (the lake keeps the text)
                 codec = Codec(pa.month_day_nano_interval(), intervals.to_arrow, "interval")
+            elif not table and codec.source_type.endswith("[]"):
+                codec = dataclasses.replace(codec, convert=textforms.one_dimension(codec.convert, _name))
             out.append(codec)
         return out
 
@@ -234,8 +264,9 @@ class PostgresEngine:
             self._pool.close()
 
 
-def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:
-    """(name, type oid, typmod) of the statement's result columns, without running it."""
+def _describe(conn: psycopg.Connection, sql: str) -> list[Column]:
+    """(name, type oid, typmod, table oid, column number) of the statement's result columns (the table is 0
+    for a column that is not a table's), without running it."""
     pgconn = conn.pgconn
     result = pgconn.prepare(b"", sql.encode())
     if result.status != pq.ExecStatus.COMMAND_OK:
@@ -245,7 +276,13 @@ def _describe(conn: psycopg.Connection, sql: str) -> list[tuple[str, int, int]]:
         raise pgerrors.error_from_result(result, encoding=conn.info.encoding)
     encoding = conn.info.encoding
     return [
-        ((result.fname(i) or b"").decode(encoding), result.ftype(i), result.fmod(i))
+        (
+            (result.fname(i) or b"").decode(encoding),
+            result.ftype(i),
+            result.fmod(i),
+            result.ftable(i),
+            result.ftablecol(i),
+        )
         for i in range(result.nfields)
     ]
 
@@ -277,15 +314,16 @@ class PostgresResult:
             conn.execute(f"BEGIN READ ONLY; SET LOCAL statement_timeout = '{max(1, int(timeout * 1000))}ms'")
             # the schemas of extensions that no untrusted role can write, after pg_catalog (.extensions)
             path = engine.extensions(conn).search_path
-            if self.time_zone:
-                conn.execute(
-                    "SELECT set_config('search_path', %s, true), set_config('TimeZone', %s, true)",
-                    (path, self.time_zone),
-                )
-            else:
-                conn.execute("SELECT set_config('search_path', %s, true)", (path,))
+            zone = ", set_config('TimeZone', %s, true)" if self.time_zone else ""
+            styles = conn.execute(
+                f"SELECT set_config('search_path', %s, true){zone}, {textforms.STYLES}",
+                (path, self.time_zone) if self.time_zone else (path,),
+            ).fetchone()
+            assert styles is not None
             columns = _describe(conn, sql)
             self._codecs = engine.codecs(conn, columns)
+            forms = textforms.text_forms(tuple(styles[-4:]), self._codecs)
+            self._codecs = textforms.codecs(forms, self._codecs)
             self._names = [f"c{i}" for i in range(len(columns))]
             fields = [
                 pa.field(
@@ -300,10 +338,10 @@ class PostgresResult:
                         ),
                     },
                 )
-                for (name, oid, _), codec in zip(columns, self._codecs, strict=True)
+                for (name, oid, *_), codec in zip(columns, self._codecs, strict=True)
             ]
             self.schema = pa.schema(fields)
-            self._copy_cm = conn.cursor().copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)")
+            self._copy_cm = conn.cursor().copy(f"COPY ({textforms.wrap(sql, forms)}) TO STDOUT (FORMAT csv)")
             self._copy = self._copy_cm.__enter__()
         except psycopg.Error as exc:
             self._copy_cm = None
@@ -347,6 +385,10 @@ class PostgresResult:
         try:
             text = parse_csv(buf, self._names)
             arrays = [codecs[name].convert(text[name].combine_chunks()) for name in self._names]
+        except intervals.Infinite as exc:  # a refusal: PostgreSQL answers, the result's type cannot hold it
+            raise QueryError(
+                f"{exc}; cast it to text (::text) to read it", INVALID, engine="postgres", sqlstate="0A000"
+            ) from exc
         except (ConversionError, ValueError, pa.ArrowException) as exc:
             raise QueryError(f"cannot convert a result value: {exc}", INVALID, engine="postgres") from exc
         yield from pa.Table.from_arrays(arrays, schema=self.schema).to_batches()
