@@ -15,9 +15,12 @@ call the macros of :mod:`lakegate.connectors.duckdb.pgdatetime`.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
 
@@ -78,4 +81,50 @@ def _make_interval(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return call("pg_make_interval", *values)
 
 
-RULES: list[Rule] = [_date_bin, _overlaps, _make_interval]
+#: PostgreSQL's ISO form of a date (and time of day) before year 1: "0044-03-15 BC", "0044-03-15 12:00:00 BC"
+_BC = re.compile(r"\s*(\d+-\d\d?-\d\d?)((?:[ T]\d\d?:\d\d(?::\d\d(?:\.\d+)?)?)?)\s+BC\s*", re.IGNORECASE)
+_DATED = (exp.DType.DATE, exp.DType.TIMESTAMP)
+_COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+def _bc_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """A date or timestamp literal before year 1 (``'0044-03-15 BC'``) in DuckDB's spelling (``'0044-03-15 (BC)'``):
+    DuckDB read the PostgreSQL form as the year 44 AD."""
+    if isinstance(node, exp.Cast) and node.to.this in _DATED:
+        literals = [node.this]
+    elif isinstance(node, _COMPARE):
+        pairs = [(node.this, node.expression), (node.expression, node.this)]
+        literals = [a for a, b in pairs if _dated(types.of(b))]
+    elif isinstance(node, exp.In | exp.Between):
+        literals = (
+            [*node.expressions, *(node.args.get(k) for k in ("low", "high"))]
+            if _dated(types.of(node.this))
+            else []
+        )
+    else:
+        return None
+    for literal in literals:
+        if isinstance(literal, exp.Literal) and literal.is_string and re.search(r"(?i)\bBC\b", literal.this):
+            found = _BC.fullmatch(literal.this)
+            if found is None:
+                raise refusal(
+                    node, f"the date {literal.this!r} (the lake route reads BC dates as 0044-03-15 BC)"
+                )
+            literal.replace(exp.Literal.string(f"{found.group(1)} (BC){found.group(2).replace('T', ' ')}"))
+    return None
+
+
+def _dated(typ: PgType | None) -> bool:
+    return typ is not None and typ.is_("date", "timestamp")
+
+
+def _make_timestamptz(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """make_timestamptz(y, m, d, h, mi, s) reads the local time in the session's time zone (DuckDB: in UTC)."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() == "make_timestamptz"):
+        return None
+    if len(node.expressions) != 6 or types.zone == "UTC":
+        return None
+    return call("make_timestamptz", *node.expressions, exp.Literal.string(types.zone))
+
+
+RULES: list[Rule] = [_date_bin, _overlaps, _make_interval, _bc_literal, _make_timestamptz]

@@ -16,8 +16,11 @@
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import apply_index_offset
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
+from lakegate.gateway.dialect_gaps import array_literal
+from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
 
@@ -93,6 +96,7 @@ def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
 
 _INFINITE_FIELDS = {"YEAR", "DECADE", "CENTURY", "MILLENNIUM", "EPOCH", "JULIAN", "ISOYEAR"}
 _EXACT = {"SECOND": "pg_extract_second", "EPOCH": "pg_extract_epoch"}
+_YEAR_FIELDS = {"YEAR", "DECADE", "CENTURY", "MILLENNIUM", "ISOYEAR"}
 _NOT_EXACT = {"MILLISECONDS", "MICROSECONDS", "JULIAN", "TIMEZONE", "TIMEZONE_HOUR", "TIMEZONE_MINUTE"}
 
 
@@ -114,8 +118,13 @@ def _extract(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if source is not None and source.is_("timestamptz") and types.zone != "UTC" and unit != "EPOCH":
         value = call("timezone", exp.Literal.string(types.zone), value)  # the fields of the local time
     plain = exp.Extract(this=node.this, expression=value)
-    if unit in _EXACT:
-        exact: exp.Expr = call(_EXACT[unit], value)
+    dated = source is not None and source.is_("date", "timestamp", "timestamptz")
+    if unit == "EPOCH" and source is not None and source.is_("interval"):
+        exact: exp.Expr = call("pg_interval_epoch", value)  # 365.25 days a year, 30 days a month
+    elif unit in _EXACT:
+        exact = call(_EXACT[unit], value)
+    elif unit in _YEAR_FIELDS and dated:  # no year 0: 44 BC is -44 (DuckDB: -43)
+        exact = cast(call("pg_year_field", exp.Literal.string(unit.lower()), value), "DECIMAL(38, 0)")
     else:
         exact = cast(plain, "DECIMAL(38, 0)")
     date_part = bool(node.args.get("_date_part"))
@@ -173,4 +182,91 @@ def _clock_trunc(value: exp.Expr, unit: exp.Literal, zone: str) -> exp.Expr:
     )
 
 
-RULES: list[Rule] = [_array_concat, _array_functions, _quantified, _extract, _date_trunc]
+_CONTAINMENT = {
+    exp.ArrayContainsAll: ("pg_array_contains", False),
+    exp.ArrayContainedBy: ("pg_array_contains", True),
+    exp.ArrayOverlaps: ("pg_array_overlaps", False),
+}
+
+
+def _containment(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``@>``, ``<@``, ``&&`` of arrays: a NULL element equals nothing (DuckDB's list_has_all matched
+    ``ARRAY[NULL]``), a multidimensional array's elements count whatever their dimension; an untyped literal
+    (``'{}'``) is an array of the other side's type."""
+    found = _CONTAINMENT.get(type(node))  # type: ignore[arg-type]
+    if found is None:
+        return None
+    name, swapped = found
+    sides = [node.this, node.expression]
+    kinds = [types.of(side) for side in sides]
+    if any(k is not None and k.is_("json", "jsonb") for k in kinds):
+        return None  # dialect_json's
+    for i, (side, kind) in enumerate(zip(sides, kinds, strict=True)):
+        other = kinds[1 - i]
+        if isinstance(side, exp.Literal) and side.is_string and other is not None and other.dims:
+            target = other.elem.array()
+            to = exp.DataType.build(f"{_DUCK.get(target.name, 'VARCHAR')}[]", dialect="duckdb")
+            sides[i] = array_literal(exp.Cast(this=side.copy(), to=to), target)
+            kinds[i] = target
+        elif kind is None or not kind.dims:
+            return None
+    flat = [_flattened(side, kind) for side, kind in zip(sides, kinds, strict=True)]
+    return call(name, *(reversed(flat) if swapped else flat))
+
+
+_DUCK = {"int2": "SMALLINT", "int4": "INTEGER", "int8": "BIGINT", "text": "VARCHAR", "varchar": "VARCHAR"}
+
+
+def _flattened(side: exp.Expr, kind: PgType | None) -> exp.Expr:
+    for _ in range((kind.dims if kind is not None else 1) - 1):
+        side = call("flatten", side)
+    return side
+
+
+def _subscript(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``a[i]``, ``a[i][j]``, ``a[lo:hi]``: PostgreSQL's NULL for an index below 1 (DuckDB counts from the end)
+    and for a count of subscripts other than the array's dimensions; a slice's bounds clamped to the array."""
+    if not isinstance(node, exp.Bracket) or isinstance(node.parent, exp.Bracket) and node.arg_key == "this":
+        return None  # the chain a[i][j] is taken whole, at its outermost subscript
+    chain: list[exp.Expr] = []
+    base: exp.Expr = node
+    while isinstance(base, exp.Bracket):
+        chain[:0] = base.expressions
+        base = base.this
+    typ = types.of(base)
+    if typ is None or not typ.dims:
+        return None
+    if any(isinstance(index, exp.Slice) for index in chain):
+        if typ.dims > 1 or len(chain) > 1:
+            raise refusal(node, "a slice of a multidimensional array")
+        bound = chain[0]
+        low, high = bound.args.get("this"), bound.args.get("expression")
+        return call(
+            "pg_slice",
+            base,
+            low.copy() if low is not None else exp.Literal.number(1),
+            high.copy() if high is not None else exp.Literal.number(2147483647),
+        )
+    if len(chain) != typ.dims:
+        elem = _DUCK.get(typ.name)
+        if elem is None:
+            raise refusal(node, f"{len(chain)} subscripts of an array of {typ.dims} dimensions")
+        return cast(exp.Null(), elem)
+    value = base
+    for index in chain:
+        # as written: sqlglot reads PostgreSQL's integer-typed subscripts less one (its lists count from 0), which
+        # its writer adds back to a subscript (not to a call's argument)
+        written = apply_index_offset(base.copy(), [index.copy()], 1, dialect="postgres")[0]
+        value = call("pg_subscript", value, written)
+    return value
+
+
+RULES: list[Rule] = [
+    _array_concat,
+    _array_functions,
+    _quantified,
+    _extract,
+    _date_trunc,
+    _containment,
+    _subscript,
+]

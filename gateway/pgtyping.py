@@ -144,6 +144,10 @@ class Typer:
             return self.column(node)
         if isinstance(node, exp.Literal):
             return _literal(node)
+        if isinstance(node, exp.Neg) and isinstance(node.unnest_operands()[0].unnest(), exp.Literal):
+            literal = node.this.unnest()  # PostgreSQL's grammar negates the constant: -2147483648 is an int4
+            if literal.is_int:
+                return _integer(-int(literal.this))
         if isinstance(node, exp.Null):
             return UNKNOWN
         if isinstance(node, (exp.Boolean, exp.Predicate, *_COMPARISONS)):
@@ -226,12 +230,16 @@ class Typer:
         return common(branches)
 
     def _bracket(self, node: exp.Bracket) -> PgType | None:
-        base = self.of(node.this)
+        if any(isinstance(e, exp.Slice) for e in node.expressions):
+            base = self.of(node.this)
+            return base if base is not None and base.dims else None
+        inner: exp.Expr = node.this  # a[i][j] is one subscript of a: its element type (NULL if too few)
+        while isinstance(inner, exp.Bracket) and not any(isinstance(e, exp.Slice) for e in inner.expressions):
+            inner = inner.this
+        base = self.of(inner)
         if base is None or not base.dims:
             return None
-        if any(isinstance(e, exp.Slice) for e in node.expressions):
-            return base
-        return base.elem
+        return dataclasses.replace(base, dims=0)
 
     def _subquery(self, node: exp.Subquery) -> PgType | None:
         query = node.this
@@ -504,9 +512,13 @@ def _literal(node: exp.Literal) -> PgType:
         return UNKNOWN
     text = node.this
     if node.is_int:
-        value = int(text)
-        return INT4 if -(2**31) <= value < 2**31 else INT8 if -(2**63) <= value < 2**63 else NUMERIC
+        return _integer(int(text))
     return NUMERIC
+
+
+def _integer(value: int) -> PgType:
+    """PostgreSQL's type of an integer constant: the smallest of int4, int8 and numeric that holds it."""
+    return INT4 if -(2**31) <= value < 2**31 else INT8 if -(2**63) <= value < 2**63 else NUMERIC
 
 
 def _concat(left: PgType | None, right: PgType | None) -> PgType | None:

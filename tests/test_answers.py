@@ -33,7 +33,7 @@ from tests.answers_harness import (
 from tests.gateway_fixtures.harness import database, gateway_settings, live_server
 from tests.lakehelp import running_worker, wait_caught_up
 
-TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words", "jnums", "ties", "moves"}
+TABLES = {"nums", "strs", "times", "misc", "grp", "tree", "one", "words", "jnums", "ties", "moves", "edges"}
 NOT_QUERIES = ("data.sql", "changes.sql", "tpch.sql", "federated.sql", "icu.sql")
 FAST = sorted(p.name for p in CORPUS.glob("*.sql") if p.name not in NOT_QUERIES)
 

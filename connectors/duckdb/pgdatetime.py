@@ -47,6 +47,19 @@ MACROS: tuple[str, ...] = (
     # make_interval(years, months, weeks, days, hours, mins, secs): secs rounded to microseconds half to even (rint)
     "CREATE MACRO pg_make_interval(y, mo, w, d, h, mi, s) AS pg_interval(y * 12 + mo, w * 7 + d, "
     "h::BIGINT * 3600000000 + mi::BIGINT * 60000000 + CAST(round_even(CAST(s AS DOUBLE) * 1000000, 0) AS BIGINT))",
+    # extract(epoch from interval): PostgreSQL counts a year as 365.25 days and a month as 30 days (DuckDB 360 days a
+    # year), whole years and the months left apart: numeric with microseconds
+    "CREATE MACRO pg_interval_epoch(iv) AS CAST((pg_whole(pg_interval_months(iv), 12)::HUGEINT * 31557600 "
+    "+ (pg_interval_months(iv) % 12) * 2592000 + datepart('day', iv)::HUGEINT * 86400) * 1000000 "
+    "+ pg_interval_usecs(iv) AS DECIMAL(38, 0)) * 0.000001",
+    # year, decade, century, millennium and isoyear of a date before year 1 (DuckDB's years count a year 0, which
+    # is 1 BC; PostgreSQL's have none: 44 BC is -44), as timestamp.c computes them
+    "CREATE MACRO pg_bc_field(field, y) AS CASE field WHEN 'year' THEN y - 1 WHEN 'isoyear' THEN y - 1 "
+    "WHEN 'decade' THEN CASE WHEN y >= 0 THEN y // 10 ELSE -((8 - (y - 1)) // 10) END "
+    "WHEN 'century' THEN -((99 - (y - 1)) // 100) WHEN 'millennium' THEN -((999 - (y - 1)) // 1000) END",
+    "CREATE MACRO pg_year_field(field, x) AS CASE "
+    "WHEN field = 'isoyear' AND isoyear(x) <= 0 THEN pg_bc_field(field, isoyear(x)) "
+    "WHEN field <> 'isoyear' AND year(x) <= 0 THEN pg_bc_field(field, year(x)) ELSE date_part(field, x) END",
     # date_bin(stride, x, origin): timestamp_bin / timestamptz_bin
     "CREATE MACRO pg_floor_multiple(d, s) AS d - ((d % s) + s) % s",
     f"CREATE MACRO pg_stride_usecs(iv) AS datepart('day', iv)::BIGINT * {_DAY} + pg_interval_usecs(iv)",

@@ -138,18 +138,67 @@ MACROS = (
     "CREATE MACRO array_dims(a) AS CASE WHEN a IS NULL OR len(a) = 0 THEN NULL "
     "WHEN typeof(a) LIKE '%[][]' THEN error('array_dims() of a multidimensional array is not supported on "
     "the lake route') ELSE '[1:' || len(a) || ']' END",
-    # width_bucket of float8 as PostgreSQL 14+ computes it (its numeric version is exact: refused as it runs)
+    # width_bucket of float8 as PostgreSQL 14+ computes it (strict: NULL for a NULL argument), of numerics in exact
+    # arithmetic (the gateway calls pg_width_bucket_numeric where it knows them), of a sorted thresholds array
     "CREATE MACRO width_bucket(x, lo, hi, n) AS CASE "
+    "WHEN x IS NULL OR lo IS NULL OR hi IS NULL OR n IS NULL THEN NULL "
     "WHEN typeof(x) LIKE 'DECIMAL%' OR typeof(lo) LIKE 'DECIMAL%' OR typeof(hi) LIKE 'DECIMAL%' THEN "
     f"error('width_bucket() of numeric values{_NOT_EXACT}') "
     "WHEN n <= 0 THEN error('count must be greater than zero') "
-    "WHEN lo = hi THEN error('lower bound cannot equal upper bound') "
     "WHEN isnan(CAST(x AS DOUBLE)) OR isnan(CAST(lo AS DOUBLE)) OR isnan(CAST(hi AS DOUBLE)) "
     "THEN error('operand, lower bound, and upper bound cannot be NaN') "
-    "WHEN lo < hi THEN CASE WHEN x < lo THEN 0 WHEN x >= hi THEN n + 1 "
-    "ELSE CAST(least(trunc(n * ((CAST(x AS DOUBLE) - lo) / (CAST(hi AS DOUBLE) - lo))), n - 1) AS INTEGER) + 1 END "
-    "ELSE CASE WHEN x > lo THEN 0 WHEN x <= hi THEN n + 1 "
-    "ELSE CAST(least(trunc(n * ((CAST(lo AS DOUBLE) - x) / (CAST(lo AS DOUBLE) - hi))), n - 1) AS INTEGER) + 1 END END",
+    "WHEN isinf(CAST(lo AS DOUBLE)) OR isinf(CAST(hi AS DOUBLE)) THEN error('lower and upper bounds must be finite') "
+    "WHEN lo = hi THEN error('lower bound cannot equal upper bound') "
+    "WHEN lo < hi THEN CASE WHEN x < lo THEN 0 WHEN x >= hi THEN CAST(n AS INTEGER) + 1 "
+    "ELSE CAST(least(trunc(n * pg_bucket_share(x, lo, hi)), n - 1) AS INTEGER) + 1 END "
+    "ELSE CASE WHEN x > lo THEN 0 WHEN x <= hi THEN CAST(n AS INTEGER) + 1 "
+    "ELSE CAST(least(trunc(n * pg_bucket_share(-CAST(x AS DOUBLE), -CAST(lo AS DOUBLE), -CAST(hi AS DOUBLE))), "
+    "n - 1) AS INTEGER) + 1 END END",
+    "CREATE MACRO pg_bucket_share(x, lo, hi) AS CASE WHEN isinf(CAST(hi AS DOUBLE) - lo) "
+    "THEN (CAST(x AS DOUBLE) / 2 - CAST(lo AS DOUBLE) / 2) / (CAST(hi AS DOUBLE) / 2 - CAST(lo AS DOUBLE) / 2) "
+    "ELSE (CAST(x AS DOUBLE) - lo) / (CAST(hi AS DOUBLE) - lo) END",
+    "CREATE MACRO pg_width_bucket_numeric(x, lo, hi, n) AS CASE "
+    "WHEN x IS NULL OR lo IS NULL OR hi IS NULL OR n IS NULL THEN NULL "
+    "WHEN n <= 0 THEN error('count must be greater than zero') "
+    "WHEN lo = hi THEN error('lower bound cannot equal upper bound') "
+    "WHEN lo < hi THEN CASE WHEN x < lo THEN 0 WHEN x >= hi THEN CAST(n AS INTEGER) + 1 "
+    "ELSE CAST(pg_numeric_div(CAST((x - lo) * n AS VARCHAR), CAST(hi - lo AS VARCHAR), 0, 'trunc') AS INTEGER) + 1 END "
+    "ELSE CASE WHEN x > lo THEN 0 WHEN x <= hi THEN CAST(n AS INTEGER) + 1 "
+    "ELSE CAST(pg_numeric_div(CAST((lo - x) * n AS VARCHAR), CAST(lo - hi AS VARCHAR), 0, 'trunc') AS INTEGER) + 1 "
+    "END END",
+    "CREATE MACRO pg_bounds0(a) AS {'l': CAST(0 AS BIGINT), 'r': CAST(len(a) AS BIGINT)}",
+    # width_bucket(x, thresholds): PostgreSQL's binary search (on an unsorted array too), log2(n) + 1 steps
+    "CREATE MACRO pg_width_bucket_array(x, a) AS CASE WHEN x IS NULL OR a IS NULL THEN NULL "
+    "WHEN list_contains(list_transform(a, lambda e: e IS NULL), true) "
+    "THEN error('thresholds array must not contain NULLs') "
+    "ELSE CAST(list_reduce(list_transform(range(CAST(ceil(log2(len(a) + 1)) AS BIGINT) + 1), lambda i: pg_bounds0(a)), "
+    "lambda s, i: CASE WHEN s.l >= s.r THEN s WHEN x < a[(s.l + s.r) // 2 + 1] THEN {'l': s.l, 'r': (s.l + s.r) // 2} "
+    "ELSE {'l': (s.l + s.r) // 2 + 1, 'r': s.r} END, pg_bounds0(a)).l AS INTEGER) END",
+    # PostgreSQL's output text (gateway/dialect_classes.py): bytea in hex, dates and timestamps before year 1 with
+    # BC after them (DuckDB writes "(BC)" after the date), an array's elements quoted as array_out quotes them
+    r"CREATE MACRO pg_bytea_out(b) AS '\x' || lower(hex(b))",
+    "CREATE MACRO pg_datetime_out(x) AS CASE WHEN contains(CAST(x AS VARCHAR), ' (BC)') "
+    "THEN replace(CAST(x AS VARCHAR), ' (BC)', '') || ' BC' ELSE CAST(x AS VARCHAR) END",
+    "CREATE MACRO pg_array_quote(s) AS CASE WHEN s IS NULL THEN 'NULL' "
+    r"""WHEN s = '' OR upper(s) = 'NULL' OR regexp_matches(s, '[{}",\\ \t\n\r\x0b\f]') """
+    r"""THEN '"' || replace(replace(s, '\', '\\'), '"', '\"') || '"' ELSE s END""",
+    "CREATE MACRO pg_array_braces(texts) AS CASE WHEN texts IS NULL THEN NULL "
+    "ELSE '{' || array_to_string(texts, ',') || '}' END",
+    # array_to_string: NULL for a NULL array or delimiter; NULL elements skipped, or written as the null string
+    "CREATE MACRO pg_array_join(texts, d) AS CASE WHEN texts IS NULL OR d IS NULL THEN NULL "
+    "ELSE array_to_string(list_filter(texts, lambda t: t IS NOT NULL), d) END",
+    "CREATE MACRO pg_array_join_nulls(texts, d, n) AS "
+    "pg_array_join(list_transform(texts, lambda t: coalesce(t, n)), d)",
+    # @>, <@ and &&: a NULL element equals nothing (PostgreSQL's array_contain_compare); flattened by the gateway
+    "CREATE MACRO pg_array_contains(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+    "ELSE len(list_filter(b, lambda e: e IS NULL OR NOT list_contains(a, e))) = 0 END",
+    "CREATE MACRO pg_array_overlaps(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+    "ELSE len(list_filter(a, lambda e: e IS NOT NULL AND list_contains(b, e))) > 0 END",
+    # subscripts: an index below 1 (or past the end) is NULL, a slice's bounds are clamped to the array
+    "CREATE MACRO pg_subscript(a, i) AS CASE WHEN i >= 1 THEN a[i] END",
+    "CREATE MACRO pg_slice(a, lo, hi) AS CASE WHEN a IS NULL THEN NULL "
+    "WHEN greatest(lo, 1) > least(hi, len(a)) THEN list_slice(a, 1, 0) "
+    "ELSE list_slice(a, greatest(lo, 1), least(hi, len(a))) END",
     # quote_literal: doubled quotes, and E'' with doubled backslashes when there is a backslash
     "CREATE MACRO quote_literal(s) AS CASE WHEN contains(CAST(s AS VARCHAR), chr(92)) THEN 'E''' || "
     "replace(replace(CAST(s AS VARCHAR), chr(92), chr(92) || chr(92)), '''', '''''') || '''' "
@@ -230,6 +279,16 @@ def _show(values: pa.Array, scales: pa.Array) -> pa.Array:
     return pa.array(out, type=pa.string())
 
 
+def _float_out(single: bool) -> Callable[[pa.Array], pa.Array]:
+    """pg_float8_out(x) / pg_float4_out(x): PostgreSQL's output text of a float (see pgnumeric.float_text)."""
+
+    def vectorised(values: pa.Array) -> pa.Array:
+        texts = [None if v is None else pgnumeric.float_text(v, single) for v in values.to_pylist()]
+        return pa.array(texts, type=pa.string())
+
+    return vectorised
+
+
 FUNCTIONS: tuple[tuple[str, Callable[..., Any], list[str]], ...] = (
     ("pg_numeric_div", _divide, ["VARCHAR", "VARCHAR", "INTEGER", "VARCHAR"]),
     ("pg_numeric_var", _variance, ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER"]),
@@ -245,6 +304,10 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         con.create_function(name, udf, parameters, "VARCHAR", type="arrow", null_handling="special")  # type: ignore[call-overload]
     for name, vectorised, parameters, result in pgkeys.FUNCTIONS:  # keys of types held as text
         con.create_function(name, vectorised, parameters, result, type="arrow", null_handling="special")  # type: ignore[call-overload]
+    for name, single, parameter in (("pg_float8_out", False, "DOUBLE"), ("pg_float4_out", True, "FLOAT")):
+        con.create_function(  # type: ignore[call-overload]
+            name, _float_out(single), [parameter], "VARCHAR", type="arrow", null_handling="special"
+        )
     con.create_function(  # type: ignore[call-overload]
         "pg_numeric_show", _show, ["VARCHAR", "INTEGER"], "VARCHAR", type="arrow", null_handling="special"
     )

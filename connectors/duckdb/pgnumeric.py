@@ -18,7 +18,8 @@ vectorised (Arrow) DuckDB functions by :mod:`lakegate.connectors.duckdb.pgmacros
 from __future__ import annotations
 
 import math
-from decimal import Decimal, InvalidOperation
+import struct
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
 MIN_SIG_DIGITS = 16  #: NUMERIC_MIN_SIG_DIGITS
@@ -162,3 +163,64 @@ def shown(text: str, scale: int) -> str:
     sign = "-" if unscaled < 0 else ""
     body = str(abs(unscaled)).rjust(scale + 1, "0")
     return f"{sign}{body[:-scale]}.{body[-scale:]}" if scale else f"{sign}{body}"
+
+
+def float_text(value: float, single: bool) -> str:
+    """PostgreSQL's output of a float8 (``single``: a float4): the shortest digits that read back as the same
+    value (``float8out``/``float4out`` with ``extra_float_digits`` 1, Ryu), written as ``printf``'s ``%g`` would
+    lay them out — positional for decimal exponents from -4 to 14 (float4: 5), else ``1.5e+300``; ``NaN``,
+    ``Infinity``, ``-Infinity`` and ``-0``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    digits, exponent = _shortest(value, single)
+    point = exponent + 1  #: digits before the decimal point
+    if -4 <= exponent < (6 if single else 15):
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= len(digits):
+            return sign + digits + "0" * (point - len(digits))
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+
+
+def _shortest(value: float, single: bool) -> tuple[str, int]:
+    """The fewest significant digits whose decimal lies strictly inside the interval of reals that round to
+    ``value`` (Ryu's rule, bounds excluded as PostgreSQL's Ryu excludes them: ``85587104::float4`` keeps its
+    eight digits), the closest such decimal, and the decimal exponent of its first digit."""
+    x = abs(value)
+    below, above = _neighbours(x, single)
+    exact = Fraction(x)
+    down = (exact - Fraction(below)) / 2
+    up = (Fraction(above) - exact) / 2 if above is not None else down  # the largest float: the gap below
+    for precision in range(1, 18):
+        found: list[tuple[Fraction, int, Decimal]] = []
+        for rounding in (ROUND_CEILING, ROUND_FLOOR):
+            with localcontext() as context:
+                context.prec, context.rounding = precision, rounding
+                candidate = +Decimal(x)
+            distance = Fraction(candidate) - exact
+            if -down < distance < up:
+                found.append((abs(distance), candidate.as_tuple().digits[-1] % 2, candidate))  # a tie: even
+        if found:
+            best = min(found)[2]
+            sign, numbers, exponent = best.normalize().as_tuple()
+            digits = "".join(map(str, numbers))
+            return digits, int(exponent) + len(digits) - 1
+    raise AssertionError(f"no shortest text of {value!r}")
+
+
+def _neighbours(x: float, single: bool) -> tuple[float, float | None]:
+    """The floats next to ``x`` (> 0) below and above (None: ``x`` is the largest finite one)."""
+    if single:
+        bits = struct.unpack("I", struct.pack("f", x))[0]
+        below = struct.unpack("f", struct.pack("I", bits - 1))[0]
+        above = struct.unpack("f", struct.pack("I", bits + 1))[0]
+    else:
+        below, above = math.nextafter(x, 0.0), math.nextafter(x, math.inf)
+    return below, (above if math.isfinite(above) else None)

@@ -103,3 +103,29 @@ CREATE TABLE moves (id int PRIMARY KEY, g text, n int, y numeric(10,2), d date, 
 INSERT INTO moves SELECT i, (ARRAY['north', 'south', 'east', 'west'])[1 + i % 4], i * 37 % 101, (i * 7 % 23) + 0.5,
  date '2024-01-01' + i * 3, 'item ' || i, 'c' || (i % 9)
 FROM generate_series(1, 80) i;
+
+-- edge values of the classes issue 28.4 names (classes.sql): char(n) padding, float specials and exponents,
+-- numerics of several scales, arrays with NULL elements and elements that need quotes, bytea, intervals of
+-- months and years, BC dates, negative integers
+CREATE TABLE edges (
+    id int PRIMARY KEY, c char(6), f float8, r real, nu numeric, n numeric(10,3), ia int[], ta text[], b bytea,
+    iv interval, d date, i4 int, i8 bigint
+);
+INSERT INTO edges VALUES
+ (1, 'ab', 'NaN', 'NaN', 1.50, 2.500, '{1,NULL,3}', '{"a b",NULL,"q\"t",""}', '\x0102',
+  '1 year 2 mons 3 days 04:05:06.5', '0044-03-15 BC', -1, -1),
+ (2, '', 'Infinity', '-Infinity', -0.001, -1.250, '{}', '{NULL}', '\x', '-1 mons -2 days', '2024-02-29',
+  -2147483648, -9223372036854775808),
+ (3, 'é  ü', '-0', '-0', 12345678901234567890.5, 0, '{-5,2}', '{"back\\slash","comma,x","NULL","{}","é"}',
+  '\xdeadbeef', '-00:00:00.000001', '0001-01-01 BC', 255, 4294967296),
+ (4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (5, 'x', 1e300, 3.4e38, 3.14159, 9.999, '{NULL}', '{}', '\x00', '1000 years', '4713-11-24 BC', 0, 0),
+ (6, 'ab    ', 1.5e-300, 1e-38, 0.000001, 0.001, '{2,2,NULL,1}', '{a,A,"a"}', '\x0a5c27', '30 days', '0001-01-01',
+  2147483647, 9223372036854775807),
+ (7, 'Ωmega', 123456789012345678, 1e15, 12.5, 12.500, '{7}', '{" lead","trail ","\\"}', '\xff',
+  '1 mon -30 days 12:00:00', '1970-01-01', -255, -4294967296),
+ (8, ' x', 1e16, 123456.7, -7, -7.000, '{0,-1}', '{"\""}', '\x0102', '6 mons', '0100-02-28 BC', -16, -16),
+ (9, 'zz', 0.1, 0.1, 10, 10.000, '{1,2,3}', '{b,NULL}', '\x01', '-1 year -1 mons', '2000-01-01', 16, 16),
+ (10, 'ab', 1e-5, 1e-5, 0.10, 0.100, '{3,1}', '{x,y}', '\x0102', '00:00:00', '1999-12-31', 1, 1),
+ (11, 'éé', 1e15, 1e16, 123456789.123, 2.000, '{5,NULL,7}', '{a}', '\x0001', '1 day', '2024-07-04', 42, 42),
+ (12, 'x', -1e-310, 2.5, 0.5, 0.500, '{1}', '{"a,b"}', '\x61', '1 mon', '0001-12-31 BC', -42, -42);
