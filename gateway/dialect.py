@@ -54,6 +54,8 @@ REFUSED: dict[str, str] = {
     "row_to_json": "row_to_json() (DuckDB writes numbers, bytes and field names otherwise than PostgreSQL)",
     # sqlglot reads json_object(keys, values) as SQL/JSON's JSON_OBJECT(key : value): DuckDB made one member of them
     "jsonobject": "json_object() (the lake route computes jsonb_object())",
+    # DuckDB's pg_catalog compatibility macro answers otherwise (format_type(23, -1) was 'float8')
+    "format_type": "format_type() (the lake route has no PostgreSQL catalog of types)",
 }
 
 
@@ -79,10 +81,13 @@ def rules() -> list[Rule]:
     from lakegate.gateway import (
         dialect_aggregates,
         dialect_bounds,
+        dialect_classes,
         dialect_collation,
         dialect_datetime,
+        dialect_floats,
         dialect_formats,
         dialect_gaps,
+        dialect_intervals,
         dialect_json,
         dialect_jsonbuild,
         dialect_jsonedit,
@@ -97,6 +102,8 @@ def rules() -> list[Rule]:
     )
 
     return [
+        *dialect_intervals.RULES,
+        *dialect_floats.RULES,
         *dialect_bounds.RULES,
         *dialect_scale.RULES,
         *dialect_opaque.RULES,
@@ -107,6 +114,7 @@ def rules() -> list[Rule]:
         *dialect_numbers.RULES,
         *dialect_gaps.RULES,
         *dialect_datetime.RULES,
+        *dialect_classes.RULES,
         *dialect_text.RULES,
         *dialect_values.RULES,
         *dialect_aggregates.RULES,

@@ -19,10 +19,13 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.dialect_scale import TEXT_SCALE, text_of
+from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
@@ -138,6 +141,12 @@ def _array_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
     target = types.of(node)
     if target is None or target.dims != 1 or not node.to.is_type(exp.DType.ARRAY):
         return None
+    return array_literal(node, target)
+
+
+def array_literal(node: exp.Cast, target: PgType) -> exp.Expr:
+    """DuckDB's list of the one-dimensional array literal ``node`` (a cast of a string to ``target``)."""
+    assert isinstance(node.this, exp.Literal)
     elements = array_elements(node.this.this)
     if elements is None:
         raise refusal(
@@ -189,4 +198,67 @@ def _literal_scale(value: exp.Expr) -> int:
     return len(inner.this.partition(".")[2])
 
 
-RULES: list[Rule] = [_bytes, _times_of_day, _wide_product, _array_literal, _lag_default]
+_COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe)
+
+
+def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """A string read as bytea (``'\\x0102'::bytea``, ``b = '\\x0102'``) is PostgreSQL's bytea input: hex after
+    ``\\x``, else the escape format (``\\\\`` and ``\\ooo``); DuckDB reads ``\\x01`` as one byte and the
+    rest as characters (``'\\x0102'`` was three bytes)."""
+    if isinstance(node, exp.Cast) and node.to.this in (exp.DType.VARBINARY, exp.DType.BINARY, exp.DType.BLOB):
+        if isinstance(node.this, exp.Literal) and node.this.is_string:
+            return _blob(node.this.this)
+        source = types.of(node.this)
+        if source is not None and source.is_("text", "varchar", "bpchar", "unknown") and not source.dims:
+            return call("pg_bytea_in", node.this)  # PostgreSQL's byteain (connectors/duckdb/pgbytea.py)
+        return None
+    if isinstance(node, exp.Decode) and isinstance(node.args.get("charset"), exp.Literal):
+        how = node.args["charset"].name.lower()  # decode(text, 'escape' | 'hex') is byteain without / with \\x
+        if how == "escape":
+            return call("pg_decode_escape", node.this)
+        if how == "hex":
+            return call("pg_bytea_in", exp.DPipe(this=exp.Literal.string("\\x"), expression=node.this))
+        return None
+    if isinstance(node, _COMPARE):
+        pairs = [(node.this, node.expression), (node.expression, node.this)]
+    elif isinstance(node, exp.In):
+        pairs = [(e, node.this) for e in node.expressions]
+    else:
+        return None
+    for literal, other in pairs:
+        if isinstance(literal, exp.Literal) and literal.is_string and _is(types.of(other), "bytea"):
+            literal.replace(_blob(literal.this))
+    return None
+
+
+def _blob(text: str) -> exp.Expr:
+    return call("unhex", exp.Literal.string(bytea_input(text).hex()))
+
+
+def bytea_input(text: str) -> bytes:
+    """PostgreSQL's byteain: the bytes of ``text``, or its error."""
+    if text.startswith("\\x"):
+        digits = [c for c in text[2:] if c not in " \t\n\r"]
+        bad = next((c for c in digits if c not in "0123456789abcdefABCDEF"), None)
+        if bad is not None:
+            raise QueryFailed(f'invalid hexadecimal digit: "{bad}"', sqlstate="22023")
+        if len(digits) % 2:
+            raise QueryFailed("invalid hexadecimal data: odd number of digits", sqlstate="22023")
+        return bytes.fromhex("".join(digits))
+    out, i = bytearray(), 0
+    while i < len(text):
+        if text[i] != "\\":
+            out += text[i].encode()
+            i += 1
+        elif text[i + 1 : i + 2] == "\\":
+            out.append(92)
+            i += 2
+        elif re.fullmatch(r"[0-3][0-7][0-7]", text[i + 1 : i + 4]):
+            out.append(int(text[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            raise QueryFailed("invalid input syntax for type bytea", sqlstate="22P02")
+    return bytes(out)
+
+
+RULES: list[Rule] = [_bytes, _times_of_day, _wide_product, _array_literal, _lag_default, _bytea_literal]

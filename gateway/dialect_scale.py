@@ -110,7 +110,8 @@ def show_numerics(ast: exp.Expr, types: Typer, projections: list[tuple[str, PgTy
         if typ is not None and typ.dims and typ.name == "numeric" and typ.loose_scale and not typ.held_text:
             raise refusal(ast, f"the numeric array {name} (its elements' display scales vary per value)")
         if typ is not None and typ.numeric and typ.loose_scale and not typ.held_text:
-            where = ast.args.get("distinct") or ast
+            distinct = ast.args.get("distinct")  # a set operation's is a flag (UNION vs UNION ALL)
+            where = distinct if isinstance(distinct, exp.Expr) else ast
             raise refusal(
                 where,
                 f"the numeric {name} (its display scale varies per value) of a set operation, a DISTINCT or a "

@@ -6,6 +6,8 @@ sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that m
 * ``ROLLUP``/``CUBE``/``GROUPING SETS`` take any expression (``ROLLUP (x IS NULL)``), not only a bitwise one;
 * ``date_part('field', x)`` is ``float8`` and ``extract(field FROM x)`` is ``numeric``; sqlglot parses both into
   :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``);
+* ``timestamp 'x'::date`` is ``(timestamp 'x')::date``: a type name before a string is a constant of that type,
+  which the operators after it apply to (sqlglot cast the whole ``'x'::date`` to timestamp);
 * ``f(j -> 'k')`` is the json operator (sqlglot reads a lambda of ``j``: PostgreSQL has none);
 * ``to_char(x, pattern)``, ``to_date(text, pattern)`` and ``to_timestamp(text, pattern)`` stay plain calls with
   PostgreSQL's pattern (sqlglot rewrites it as ``strftime``'s), ``date_bin(stride, x, origin)`` a plain call with
@@ -54,6 +56,27 @@ class LakegatePostgres(Postgres):
             **Postgres.Parser.FUNCTION_PARSERS,
             "DATE_PART": lambda self: self._parse_marked_date_part(),
         }
+
+        def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False) -> Any:
+            """``type 'literal'`` then ``::``/``[...]``: the constant first, the operators on it."""
+            first, second = self._curr, self._next
+            result = super()._parse_type(parse_interval, fallback_to_identifier)
+            literal_type = (
+                first is not None
+                and first.token_type in self.TYPE_TOKENS
+                and second is not None
+                and second.token_type == TokenType.STRING
+            )
+            if not literal_type or not isinstance(result, exp.Cast) or isinstance(result.this, exp.Literal):
+                return result
+            link, chain = result.this, []
+            while isinstance(link, exp.Cast | exp.Bracket) and not isinstance(link, exp.Literal):
+                chain.append(link)
+                link = link.this
+            if not chain or not isinstance(link, exp.Literal) or not link.is_string:
+                return result
+            chain[-1].set("this", exp.Cast(this=link, to=result.args["to"]))
+            return chain[0]
 
         def _parse_at_sign(self) -> Any:
             """``@ x`` is abs(x); any other parameter token (``$1``) parses as sqlglot parses it."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,11 +31,11 @@ from lakegate.connectors.postgres import roles
 from lakegate.connectors.postgres.connection import with_settings
 from lakegate.connectors.postgres.engine import SCANNER_SETTINGS, PostgresEngine
 from lakegate.connectors.query import QueryError
-from lakegate.gateway import callguard, functions, pgfootprint, pggrammar, pgnames, zones
+from lakegate.gateway import callguard, functions, pgcheck, pgfootprint, pggrammar, pgnames, zones
 from lakegate.gateway import deadline as deadline_mod
 from lakegate.gateway import parse as parse_mod
 from lakegate.gateway.cache import LakeCache, Lease
-from lakegate.gateway.catalog import POSTGRES, Catalog
+from lakegate.gateway.catalog import POSTGRES, Catalog, TableRef
 from lakegate.gateway.config import GatewaySettings
 from lakegate.gateway.errors import (
     BadRequest,
@@ -102,6 +103,9 @@ class Gateway:
             self.postgres, self.duckdb, self.catalog, self.watchdog, cfg.timeout
         )
         self.router = Router(self.catalog, self.lake, self.introspection.evaluate)
+        if cfg.tableless_route == "postgres":  # the first PostgreSQL source two-part names search
+            searched = [s for s in self.catalog.search_path if s in self.postgres] or list(self.postgres)
+            self.router.tableless_source = searched[0] if searched else None
         self.metrics = Metrics()
         self.cache = LakeCache(self.duckdb, cfg.cache_bytes)
         self.plans = PlanCache()
@@ -237,6 +241,8 @@ class Gateway:
                     routed = self.router.route(statement.ast, max_rows, listing, text, zone)
             except RecursionError:  # sqlglot copies and writes SQL recursively
                 raise parse_mod.too_deep() from None
+            if routed.route == DUCKDB_ROUTE and text is not None and self.postgres:
+                self._postgres_check(text, statement.ast, listing, zone, deadline)
             self.plans.put(sql, max_rows, self._fingerprint(routed, listing), statement, routed, zone)
         assert listing is not None
         scan = pg_scan = None
@@ -245,6 +251,25 @@ class Gateway:
             if routed.pgs:
                 pg_scan = self._pg_lookup(leases)
         return statement, self.router.render(routed, listing, scan, pg_scan)
+
+    def _postgres_check(
+        self,
+        sql: str,
+        ast: exp.Expression,
+        listing: dict[tuple[str, str], str | None],
+        zone: str,
+        deadline: float | None,
+    ) -> None:
+        """PostgreSQL's error for a statement the DuckDB route would answer, where PostgreSQL refuses it at
+        analysis or planning (:mod:`.pgcheck`)."""
+
+        def lake_source(ref: TableRef) -> str | None:
+            source = self.lake.entry(ref.schema, ref.name, listing).table.properties.get("lakegate.source")
+            return str(source) if source in self.postgres else None
+
+        pgcheck.check(
+            sql, ast, zone, lambda table: self.catalog.resolve(table, listing), lake_source, self.postgres, deadline
+        )
 
     def _check_calls(
         self, sql: str, ast: exp.Expression | None, listing: dict[tuple[str, str], str | None]
@@ -263,7 +288,9 @@ class Gateway:
 
     def _columns(self, parts: tuple[str, ...], listing: dict[tuple[str, str], str | None]) -> set[str] | None:
         """The column names of the table written ``parts`` (as PostgreSQL folded them), or None."""
-        table = exp.Table(**dict(zip(("catalog", "db", "this")[-len(parts) :], map(_ident, parts), strict=True)))
+        table = exp.Table(
+            **dict(zip(("catalog", "db", "this")[-len(parts) :], map(_ident, parts), strict=True))
+        )
         try:
             ref = self.catalog.resolve(table, listing)
             if ref.kind == POSTGRES:
@@ -324,6 +351,13 @@ class Gateway:
         """An execution of ``sql`` (in ``time_zone``, default ``[gateway] time_zone``) ready to ``start()``."""
         limits = self.limits(max_rows, timeout_ms, time_zone)
         deadline = time.monotonic() + limits.timeout  # the whole request: planning, EXPLAIN, run, stream
+        shown = self._show_setting(sql, limits.time_zone)
+        if shown is not None:
+            execution = Execution(TableStream(shown), limits, self.watchdog, GATEWAY_ROUTE, deadline)
+            execution.plan = None  # type: ignore[attr-defined]
+            execution.source_lsn = None
+            self._track(execution, [])
+            return execution
         leases: list[Lease] = []
         try:
             statement, plan = self.plan(sql, limits.max_rows, leases, deadline, limits.time_zone)
@@ -343,6 +377,33 @@ class Gateway:
         execution.source_lsn = plan.source_lsn if plan is not None else None
         self._track(execution, leases)
         return execution
+
+    def _show_setting(self, sql: str, zone: str) -> pa.Table | None:
+        """``SHOW <setting>`` of :data:`functions.SHOWN_SETTINGS` as PostgreSQL answers it (a column named as the
+        setting is): ``TimeZone`` is the request's zone, the others the PostgreSQL source's defaults (its pooled
+        sessions keep them); None for any other statement. Another setting is refused, by name."""
+        match = _SHOW.fullmatch(sql)
+        if match is None or match.group(1).lower() in parse_mod.SHOW_WHAT:
+            return None
+        name = " ".join(match.group(1).lower().split())
+        name = "timezone" if name == "time zone" else name.strip('"')
+        if name not in functions.SHOWN_SETTINGS:
+            raise Forbidden(
+                f"SHOW {name} is not allowed: the gateway shows only the settings that drivers and BI tools read "
+                f"({', '.join(sorted(functions.SHOWN_SETTINGS))}); others may hold paths or secrets"
+            )
+        if name == "timezone":
+            return pa.table({"TimeZone": pa.array([zone], pa.string())})
+        if len(self.postgres) != 1:
+            raise BadRequest(
+                f"SHOW {name} needs exactly one PostgreSQL source to ask (there are {len(self.postgres)})"
+            )
+        engine = next(iter(self.postgres.values()))
+        try:
+            rows = engine.fetch(_SETTING, (name,))
+        except QueryError as exc:
+            raise engine_error(exc) from exc
+        return pa.table({str(rows[0][0]): pa.array([str(rows[0][1])], pa.string())})
 
     def _reattach(self, plan: Plan) -> bool:
         """Make sure every PostgreSQL source the DuckDB plan reads is attached; True if DuckDB was rebuilt."""
@@ -445,6 +506,9 @@ class Gateway:
         return figures
 
 
+#: ``SHOW <name>``: one setting's name (``time zone`` in two words), an optional semicolon
+_SHOW = re.compile(r"\s*show\s+((?:time\s+zone)|\"?[a-z_]+\"?)\s*;?\s*", re.IGNORECASE)
+_SETTING = "SELECT name, current_setting(name) FROM pg_catalog.pg_settings WHERE lower(name) = %s"
 _PROBE = """
 SELECT pg_current_snapshot()::text, c.relkind::text, pg_table_size(c.oid)
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace

@@ -202,7 +202,7 @@ def canon(value: Any, pg_type: str = "") -> Any:
     if pg_type == "numeric":  # the text PostgreSQL prints / the gateway's JSON shows (see numeric_texts)
         return ("numeric", value) if isinstance(value, str) else canon(value)
     if isinstance(value, str) and pg_type == "interval":
-        return iso_interval(value) or value
+        return pg_interval(value) or verbose_interval(value) or iso_interval(value) or value
     if isinstance(value, str) and pg_type == "time":
         return value
     if isinstance(value, datetime.time):  # as PostgreSQL writes it (an array's elements come as Python times)
@@ -261,12 +261,20 @@ def _values(column: pa.ChunkedArray) -> list[Any]:
     except (OverflowError, ValueError):
         pass
     out: list[Any] = []
-    raw = column.cast(pa.int32() if pa.types.is_date32(column.type) else pa.int64()).to_pylist()
+    date = pa.types.is_date32(column.type)
+    raw = column.cast(pa.int32() if date else pa.int64()).to_pylist()
     for scalar, number in zip(column, raw, strict=True):
         try:
             out.append(scalar.as_py())
         except (OverflowError, ValueError):
-            out.append("infinity" if number > 0 else "-infinity")
+            if abs(number) >= (2**31 - 1 if date else 2**63 - 1):  # DuckDB's infinities
+                out.append("infinity" if number > 0 else "-infinity")
+            else:  # a BC date or one past 9999: days, or microseconds (UTC for a timestamptz), since 1970
+                unit = column.type.unit if not date else "d"
+                micros = (
+                    number * {"s": 10**6, "ms": 10**3, "us": 1, "ns": 0}.get(unit, 1) if not date else number
+                )
+                out.append(("date", micros) if date else ("timestamp", micros))
     return out
 
 
@@ -291,22 +299,60 @@ def _time_text(micros: int) -> str:
     return text + (f".{fraction:06d}".rstrip("0") if fraction else "")
 
 
+_FAR = re.compile(
+    r"(-?\d+)-(\d\d)-(\d\d)(?: (\d\d):(\d\d):(\d\d)(?:\.(\d+))?([+-]\d\d(?::?\d\d){0,2})?)?( BC)?"
+)
+_CYCLE_DAYS = 146097  #: days in 400 Gregorian years (the calendar repeats)
+
+
+def far_value(text: str) -> tuple[str, int]:
+    """A date or timestamp Python cannot hold (BC, or after 9999) -> ("date", days) or ("timestamp",
+    microseconds) since 1970-01-01 (UTC for a timestamptz), as :func:`_values` makes of Arrow's."""
+    m = _FAR.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not a date or timestamp: {text!r}")
+    year = int(m.group(1))
+    year = 1 - year if m.group(9) else year  # 1 BC is year 0
+    cycles = 0
+    while year < 1:
+        year, cycles = year + 400, cycles - 1
+    while year > 9999:
+        year, cycles = year - 400, cycles + 1
+    days = (datetime.date(year, int(m.group(2)), int(m.group(3))) - datetime.date(1970, 1, 1)).days
+    days += cycles * _CYCLE_DAYS
+    if m.group(4) is None:
+        return ("date", days)
+    micros = ((days * 24 + int(m.group(4))) * 60 + int(m.group(5))) * 60 + int(m.group(6))
+    micros = micros * 10**6 + int((m.group(7) or "0").ljust(6, "0")[:6])
+    if m.group(8):  # the offset shown: back to UTC
+        sign = -1 if m.group(8)[0] == "-" else 1
+        parts = [int(p) for p in re.findall(r"\d\d", m.group(8))] + [0, 0]
+        micros -= sign * ((parts[0] * 60 + parts[1]) * 60 + parts[2]) * 10**6
+    return ("timestamp", micros)
+
+
+def _far_or(text: str, load: Any, data: Any) -> Any:
+    if "infinity" in text:
+        return text
+    try:
+        return load(data)
+    except psycopg.DataError:  # BC, or after 9999
+        return far_value(text)
+
+
 class _InfDate(DateLoader):
     def load(self, data: Any) -> Any:
-        text = bytes(data).decode()
-        return text if "infinity" in text else super().load(data)
+        return _far_or(bytes(data).decode(), super().load, data)
 
 
 class _InfTimestamp(TimestampLoader):
     def load(self, data: Any) -> Any:
-        text = bytes(data).decode()
-        return text if "infinity" in text else super().load(data)
+        return _far_or(bytes(data).decode(), super().load, data)
 
 
 class _InfTimestamptz(TimestamptzLoader):
     def load(self, data: Any) -> Any:
-        text = bytes(data).decode()
-        return text if "infinity" in text else super().load(data)
+        return _far_or(bytes(data).decode(), super().load, data)
 
 
 class _Text(TextLoader):
@@ -318,6 +364,57 @@ _ISO = re.compile(
     r"P(?:(?P<Y>-?\d+)Y)?(?:(?P<M>-?\d+)M)?(?:(?P<D>-?\d+)D)?"
     r"(?:T(?:(?P<h>-?\d+)H)?(?:(?P<m>-?\d+)M)?(?:(?P<s>-?[\d.]+)S)?)?"
 )
+
+
+_PG_INTERVAL = re.compile(
+    r"(?:(?P<Y>[-+]?\d+) years? ?)?(?:(?P<M>[-+]?\d+) mons? ?)?(?:(?P<D>[-+]?\d+) days? ?)?"
+    r"(?:(?P<sign>[-+])?(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?))?"
+)
+
+
+def pg_interval(text: str) -> tuple[str, int, int, int] | None:
+    """PostgreSQL's interval text in its default style (``1 year 2 mons -3 days +04:05:06.5``) -> ("interval",
+    months, days, microseconds)."""
+    match = _PG_INTERVAL.fullmatch(text.strip())
+    if not match or not text.strip():
+        return None
+    g = match.groupdict()
+    micros = 0
+    if g["h"] is not None:
+        micros = (int(g["h"]) * 3600 + int(g["m"]) * 60) * 10**6 + int(Decimal(g["s"]) * 10**6)
+        micros = -micros if g["sign"] == "-" else micros
+    months = int(g["Y"] or 0) * 12 + int(g["M"] or 0)
+    return ("interval", months, int(g["D"] or 0), micros)
+
+
+_VERBOSE_PART = re.compile(r"([-+]?\d+(?:\.\d+)?) (year|mon|day|hour|min|sec)s?")
+_VERBOSE_MICROS = {"hour": 3_600_000_000, "min": 60_000_000, "sec": 1_000_000}
+
+
+def verbose_interval(text: str) -> tuple[str, int, int, int] | None:
+    """An interval in the ``postgres_verbose`` style (``@ 1 year 2 mons 4 hours 6.5 secs ago``)."""
+    body = text.strip()
+    if not body.startswith("@"):
+        return None
+    body, ago = body[1:].strip(), body.endswith(" ago")
+    body = body.removesuffix(" ago").strip()
+    months = days = micros = 0
+    if body == "0":
+        return ("interval", 0, 0, 0)
+    rest = _VERBOSE_PART.sub("", body).strip()
+    if rest:
+        return None
+    for number, unit in _VERBOSE_PART.findall(body):
+        if unit == "year":
+            months += int(number) * 12
+        elif unit == "mon":
+            months += int(number)
+        elif unit == "day":
+            days += int(number)
+        else:
+            micros += int(Decimal(number) * _VERBOSE_MICROS[unit])
+    sign = -1 if ago else 1
+    return ("interval", sign * months, sign * days, sign * micros)
 
 
 def iso_interval(text: str) -> tuple[str, int, int, int] | None:
@@ -332,10 +429,11 @@ def iso_interval(text: str) -> tuple[str, int, int, int] | None:
 
 def infinities(conn: psycopg.Connection) -> None:
     """Let psycopg read PostgreSQL's infinite dates and timestamps (as the strings 'infinity', '-infinity'),
-    intervals as ISO 8601 text, times as text, numerics as their text (``1.50`` is not ``1.5``: the display
-    scale is part of the answer) and json/jsonb as their text (compared exactly: a number's digits, jsonb's key
-    order and spacing are part of the answer)."""
-    conn.execute("SET intervalstyle = iso_8601")
+    intervals as their text (the server's default style, as psql shows them; see :func:`pg_interval`), times as
+    text, numerics as their text (``1.50`` is not ``1.5``: the display scale is part of the answer) and
+    json/jsonb as their text (compared exactly: a number's digits, jsonb's key order and spacing are part of the
+    answer)."""
+    conn.execute("RESET intervalstyle")
     conn.adapters.register_loader("numeric", _Text)
     conn.adapters.register_loader("interval", _Text)
     conn.adapters.register_loader("time", _Text)
@@ -431,8 +529,8 @@ def compare(
     """(outcome, why) of the gateway's answer ``got`` against PostgreSQL's ``want``; the columns of
     ``unordered`` (:func:`unordered_columns`) compared with their elements' order ignored. ``may_refuse``: a
     :func:`refusal` counts as ``refused`` (whether it is one accepted is the caller's: :class:`Tally`)."""
-    if want.error is not None:
-        if got.error is None or got.status != 400:
+    if want.error is not None:  # the same SQLSTATE, with a client error's status (42P01 is a 404)
+        if got.error is None or not 400 <= (got.status or 0) < 500:
             return (
                 DIFFERING,
                 f"PostgreSQL refused ({want.error}) but the gateway answered {got.status or 200}",
@@ -464,13 +562,40 @@ def compare(
         want_rows, got_rows = _multisets(want_rows, unordered), _multisets(got_rows, unordered)
     if not in_order:
         want_rows, got_rows = sorted(want_rows, key=_sort_key), sorted(got_rows, key=_sort_key)
-    if not same(tuple(want_rows), tuple(got_rows)):
+    if not same(tuple(want_rows), tuple(got_rows)) and not _tied(want_rows, got_rows, in_order):
         return DIFFERING, f"rows differ: PostgreSQL {_short(want.rows)} gateway {_short(got.rows)}"
     return IDENTICAL, ""
 
 
+def _tie_key(value: Any) -> Any:
+    """What ORDER BY compares of a canonical value: ``-0`` equals ``0``, ``1.50`` equals ``1.5``."""
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "float":
+        number = float(value[1])
+        return ("n", 0.0 if number == 0 else number) if number == number else ("nan",)
+    if isinstance(value, tuple) and len(value) == 2 and value[0] in ("numeric", "num"):
+        try:
+            return ("n", Decimal(value[1]).normalize())
+        except ArithmeticError:
+            return value
+    if isinstance(value, tuple):
+        return tuple(_tie_key(v) for v in value)
+    return value
+
+
+def _tied(want: list[tuple[Any, ...]], got: list[tuple[Any, ...]], in_order: bool) -> bool:
+    """Ordered rows that differ only in the order of rows ORDER BY ties (values that compare equal but show
+    differently, such as ``-0`` and ``0``): either order is PostgreSQL's answer."""
+    if not in_order or len(want) != len(got):
+        return False
+    if [_tie_key(r) for r in want] != [_tie_key(r) for r in got]:
+        return False
+    return same(tuple(sorted(want, key=_sort_key)), tuple(sorted(got, key=_sort_key)))
+
+
 def _multisets(rows: list[tuple[Any, ...]], unordered: Unordered) -> list[tuple[Any, ...]]:
-    return [tuple(as_multiset(v, unordered[i]) if i in unordered else v for i, v in enumerate(r)) for r in rows]
+    return [
+        tuple(as_multiset(v, unordered[i]) if i in unordered else v for i, v in enumerate(r)) for r in rows
+    ]
 
 
 def _short(rows: list[tuple[Any, ...]]) -> str:
@@ -505,7 +630,10 @@ class Tally:
             if outcome == DIFFERING:
                 self.known_seen.append(f"{query.where} [{route}@{zone}] {known.prefix}")
                 return KNOWN_DIFFERENCE, why
-            return DIFFERING, f"{outcome}, but {KNOWN.name} line {known.line} pins a difference: delete that line"
+            return (
+                DIFFERING,
+                f"{outcome}, but {KNOWN.name} line {known.line} pins a difference: delete that line",
+            )
         pin = self.pins.get((query.where, route, zone)) or self.pins.get((query.where, route, None))
         where = f"{PINNED.name} line {pin.line}" if pin else ""
         if outcome == REFUSED and pin is None:

@@ -47,6 +47,7 @@ from psycopg import conninfo
 
 from lakegate.connectors.duckdb import (
     pgbounds,
+    pgbytea,
     pgdatetime,
     pgerrors,
     pgident,
@@ -170,6 +171,7 @@ class DuckDBEngine:
             pgjsonedit.register(con)
             pgdatetime.register(con)
             pgident.register(con)
+            pgbytea.register(con)
             pgnumformat.register(con)
             pgbounds.register(con)  # shadows built-ins by name: the macros above that call them are bounded too
             self.unavailable = {}
@@ -428,8 +430,8 @@ def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:
             return QueryError(postgres[1], INVALID, engine="duckdb", sqlstate=postgres[0])
     own = pgerrors.own_error(message)
     if own is not None:
-        return QueryError(own, INVALID, engine="duckdb")
+        return QueryError(own, INVALID, engine="duckdb", sqlstate=pgerrors.own_sqlstate(own))
     missing = pgerrors.refusal(message)
-    if missing is not None:  # a function, cast or operator DuckDB lacks: named, with what to do
-        return QueryError(missing, INVALID, engine="duckdb")
+    if missing is not None:  # a function, cast or operator DuckDB lacks: named, with what to do (a refusal)
+        return QueryError(missing, INVALID, engine="duckdb", sqlstate="0A000")
     return QueryError(message, kind, engine="duckdb")

@@ -157,14 +157,38 @@ _RULES: list[Rule] = [
         lambda m: ("22P02", m.group(0).split("\n")[0]),
     ),
     (re.compile(r"cannot take logarithm of (zero|a negative number)"), lambda m: ("2201E", m.group(0))),
+    (re.compile(r"cannot get array length of a (?:scalar|non-array)"), lambda m: ("22023", m.group(0))),
+    (
+        re.compile(
+            r"operand, lower bound, and upper bound cannot be NaN|lower bound cannot equal upper bound|"
+            r"count must be greater than zero|lower and upper bounds must be finite"
+        ),
+        lambda m: ("2201G", m.group(0)),
+    ),
+    (re.compile(r"thresholds array must not contain NULLs"), lambda m: ("22004", m.group(0))),
     (re.compile(r"cannot take square root of a negative number"), lambda m: ("2201F", m.group(0))),
     # the bounds on calls DuckDB cannot interrupt (pgbounds): levenshtein's is PostgreSQL's own
     *((pattern, lambda m, code=code: (code, m.group(0))) for pattern, code in pgbounds.ERRORS),
+    # infinite timestamps and intervals: PostgreSQL 17 subtracts them into infinite intervals (or raises interval
+    # out of range), which neither DuckDB nor Arrow's interval type holds
+    (
+        re.compile(r"Cannot subtract infinite timestamps|Type \w+ with value -?infinity can't be cast"),
+        lambda m: (
+            "0A000",
+            "an infinite date, timestamp or interval in arithmetic or a cast cannot be computed as PostgreSQL "
+            "does on the lake route (DuckDB); filter with isfinite(), or run the query on a PostgreSQL source",
+        ),
+    ),
+    # last: what the lake route cannot compute exactly, in its own words (pgmacros, pgdatetime): refusals
+    (
+        re.compile(r".*(?:lake route|cannot be computed exactly).*", re.DOTALL),
+        lambda m: ("0A000", m.group(0).split("\n")[0]),
+    ),
 ]
 
 
 _UDF = re.compile(
-    r"Python exception occurred while executing the UDF: (?:NumericError|JsonError): (.*?)(?:\n\nAt:.*)?$",
+    r"Python exception occurred while executing the UDF: (?:NumericError|JsonError|ByteaError): (.*?)(?:\n\nAt:.*)?$",
     re.DOTALL,
 )
 
@@ -174,6 +198,31 @@ def own_error(message: str) -> str | None:
     DuckDB's wrapping of a Python exception."""
     found = _UDF.search(message)
     return found.group(1).strip() if found else None
+
+
+#: the SQLSTATEs of the lake route's own functions' errors: PostgreSQL's for the errors it raises in the same
+#: words (jsonfuncs.c), 0A000 for what DuckDB's types cannot hold (a refusal: PostgreSQL would answer)
+_OWN_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"lake route|DuckDB's decimal|has no exact decimal value"), "0A000"),
+    (
+        re.compile(r"^invalid input syntax for type (?:json|bytea)|^path element at position \d+ is not an int"),
+        "22P02",
+    ),
+    (re.compile(r"^path element at position \d+ is null|^null value not allowed for object key"), "22004"),
+    (
+        re.compile(r"^array must have even number|^wrong number of array subscripts|^mismatched array dim"),
+        "2202E",
+    ),
+    (re.compile(r"^cannot |^argument \d+: key must not be null|^invalid hexadecimal"), "22023"),
+)
+
+
+def own_sqlstate(message: str) -> str:
+    """The SQLSTATE of an :func:`own_error` message ('' where none is known)."""
+    for pattern, state in _OWN_STATES:
+        if pattern.search(message):
+            return state
+    return ""
 
 
 def postgres_error(message: str) -> tuple[str, str] | None:
