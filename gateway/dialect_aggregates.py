@@ -78,8 +78,18 @@ def _distinct_json(node: exp.Expr, types: Typer) -> exp.Expr | None:
     inner = argument.this if isinstance(argument, exp.Order) else argument
     if isinstance(inner, exp.Distinct):
         name = node.name.lower() if isinstance(node, exp.Anonymous) else "json_agg"
-        raise refusal(node, f"{name}(DISTINCT ...) (DuckDB cannot order a DISTINCT list by the values' own order)")
+        raise refusal(
+            node, f"{name}(DISTINCT ...) (DuckDB cannot order a DISTINCT list by the values' own order)"
+        )
     return None
 
 
-RULES: list[Rule] = [_array_of_arrays, _distinct_json]
+def _every(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``every(b)`` is ``bool_and(b)``: DuckDB's ``every`` is a macro, which takes no FILTER, DISTINCT or ORDER
+    BY (found by the differential fuzzer)."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "every" and len(node.expressions) == 1:
+        return exp.Anonymous(this="bool_and", expressions=list(node.expressions))
+    return None
+
+
+RULES: list[Rule] = [_array_of_arrays, _distinct_json, _every]

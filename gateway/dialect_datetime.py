@@ -127,4 +127,14 @@ def _make_timestamptz(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return call("make_timestamptz", *node.expressions, exp.Literal.string(types.zone))
 
 
-RULES: list[Rule] = [_date_bin, _overlaps, _make_interval, _bc_literal, _make_timestamptz]
+def _date_difference(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``date - date`` of an infinite date is PostgreSQL's error (22008); DuckDB subtracted its sentinels."""
+    if not isinstance(node, exp.Sub):
+        return None
+    left, right = types.of(node.this), types.of(node.expression)
+    if left is None or right is None or not left.is_("date") or not right.is_("date"):
+        return None
+    return exp.Anonymous(this="pg_date_difference", expressions=[node.this, node.expression])
+
+
+RULES: list[Rule] = [_date_bin, _overlaps, _make_interval, _bc_literal, _make_timestamptz, _date_difference]

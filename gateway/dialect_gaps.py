@@ -210,14 +210,15 @@ def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
             return _blob(node.this.this)
         source = types.of(node.this)
         if source is not None and source.is_("text", "varchar", "bpchar", "unknown") and not source.dims:
-            return call("pg_bytea_in", node.this)  # PostgreSQL's byteain (connectors/duckdb/pgbytea.py)
+            return call("pg_bytea_in", _as_text(node.this, types))  # byteain (connectors/duckdb/pgbytea.py)
         return None
     if isinstance(node, exp.Decode) and isinstance(node.args.get("charset"), exp.Literal):
         how = node.args["charset"].name.lower()  # decode(text, 'escape' | 'hex') is byteain without / with \\x
+        text = _as_text(node.this, types)
         if how == "escape":
-            return call("pg_decode_escape", node.this)
+            return call("pg_decode_escape", text)
         if how == "hex":
-            return call("pg_bytea_in", exp.DPipe(this=exp.Literal.string("\\x"), expression=node.this))
+            return call("pg_bytea_in", exp.DPipe(this=exp.Literal.string("\\x"), expression=text))
         return None
     if isinstance(node, _COMPARE):
         pairs = [(node.this, node.expression), (node.expression, node.this)]
@@ -229,6 +230,12 @@ def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
         if isinstance(literal, exp.Literal) and literal.is_string and _is(types.of(other), "bytea"):
             literal.replace(_blob(literal.this))
     return None
+
+
+def _as_text(value: exp.Expr, types: Typer) -> exp.Expr:
+    """``value`` as PostgreSQL's cast to text reads it: a char(n) without its padding."""
+    typ = types.of(value)
+    return call("rtrim", value, exp.Literal.string(" ")) if typ is not None and typ.bpchar else value
 
 
 def _blob(text: str) -> exp.Expr:

@@ -80,8 +80,15 @@ def _quantifier(node: exp.Expr) -> tuple[str, exp.Expr] | None:
     return None
 
 
+#: comparisons with an array quantifier, and their macros' names (``pg_<name>_any``/``pg_<name>_all``)
+_QUANTIFIED: dict[type[exp.Expr], str] = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+
+
 def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
-    found = _quantifier(node.expression) if isinstance(node, exp.EQ) else None
+    """``x <op> ANY/ALL(array)`` with SQL's NULLs: NULL for a NULL array, NULL where no comparison decides and one
+    is NULL (DuckDB answered true or false). Ordering comparisons of text keep the collation rules' own path."""
+    name = _QUANTIFIED.get(type(node))
+    found = _quantifier(node.expression) if name else None
     if found is None:
         return None
     kind, array = found
@@ -91,7 +98,9 @@ def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
     typ = types.of(inner)
     if typ is None or not typ.dims:
         return None
-    return call("pg_eq_any" if kind == "any" else "pg_eq_all", node.this, inner)
+    if name not in ("eq", "ne") and typ.name in ("text", "varchar", "bpchar", "unknown", "name"):
+        return None
+    return call(f"pg_{name}_{kind}", node.this, inner)
 
 
 _INFINITE_FIELDS = {"YEAR", "DECADE", "CENTURY", "MILLENNIUM", "EPOCH", "JULIAN", "ISOYEAR"}

@@ -129,6 +129,15 @@ def _common_args(node: exp.Func, of: TypeOf) -> PgType | None:
     return common([of(a) for a in args])
 
 
+def _nullif(node: exp.Func, of: TypeOf) -> PgType | None:
+    """NULLIF returns the first argument of its implied ``=``, which PostgreSQL promotes to the second's
+    numeric type (``nullif(1, 1.5)`` is a numeric)."""
+    first, second = of(node.this), of(node.expression) if isinstance(node.expression, exp.Expr) else None
+    if first is not None and second is not None and first.number and second.number:
+        return common([first, second])
+    return first
+
+
 def _array_of_arg(node: exp.Func, of: TypeOf) -> PgType | None:
     arg = _arg(node, of)
     return arg.array() if arg is not None and not arg.is_("unknown") else None
@@ -228,6 +237,7 @@ def _generate_series(node: exp.Func, of: TypeOf) -> PgType | None:
 
 
 _BY_KEY: dict[str, Rule | PgType] = {
+    "sha2digest": BYTEA,  # sha224/256/384/512(bytea)
     "count": INT8,
     "sum": _sum,
     "avg": _avg,
@@ -338,7 +348,7 @@ _BY_KEY: dict[str, Rule | PgType] = {
     "coalesce": _common_args,
     "greatest": _common_args,
     "least": _common_args,
-    "nullif": _arg,
+    "nullif": _nullif,
     "timestamptrunc": _date_trunc,
     "datetrunc": _date_trunc,
     "extract": _extract,

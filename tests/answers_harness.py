@@ -246,6 +246,8 @@ class Answer:
 
 
 def normal_type(name: str) -> str:
+    if name.startswith("_"):  # an array of them
+        return "_" + _SAME_TYPE.get(name[1:], name[1:])
     return _SAME_TYPE.get(name, name)
 
 

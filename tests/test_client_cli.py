@@ -237,14 +237,14 @@ def test_pager_for_results_taller_than_the_terminal(env: Env, tmp_path: Path) ->
     pager = f"{sys.executable} -c \"import sys; open({str(paged)!r}, 'a').write(sys.stdin.read())\""
     term = Terminal(env, tmp_path, {"LAKEGATE_PAGER": pager, "LINES": "10", "COLUMNS": "80"})
     term.expect("lakegate=> ")
-    term.send("SELECT i FROM range(30) t(i);\n")
+    term.send("SELECT i FROM generate_series(0, 29) t(i);\n")
     term.expect("lakegate=> ")
     assert "(30 rows)" in paged.read_text() and "(30 rows)" not in term.seen
     term.send("SELECT 1 AS short;\n")  # fits: no pager
     term.expect("(1 row)")
     term.send("\\pset pager off\n")
     term.expect("Pager usage is off.")
-    term.send("SELECT i FROM range(30) t(i);\n")
+    term.send("SELECT i FROM generate_series(0, 29) t(i);\n")
     term.expect("(30 rows)")
     term.send("\\q\n")
     assert term.wait() == 0
@@ -252,7 +252,7 @@ def test_pager_for_results_taller_than_the_terminal(env: Env, tmp_path: Path) ->
 
     missing = Terminal(env, tmp_path, {"LAKEGATE_PAGER": "no-such-pager-here", "LINES": "10"})
     missing.expect("lakegate=> ")
-    missing.send("SELECT i FROM range(30) t(i);\n")
+    missing.send("SELECT i FROM generate_series(0, 29) t(i);\n")
     missing.expect("(30 rows)")  # a pager that cannot run loses nothing
     assert "the pager 'no-such-pager-here' could not run" in missing.seen
     missing.send("\\q\n")

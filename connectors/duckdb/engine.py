@@ -199,6 +199,9 @@ class DuckDBEngine:
             f"SET pg_statement_timeout_millis = {int(timeout)}" if timeout else "",
             f"SET allowed_directories = [{sql_string(warehouse_dir(self.config.warehouse))}]",
             "SET GLOBAL python_enable_replacements = false",  # no table named like a Python variable scans it
+            # ORDER BY 'x' inside an aggregate orders by a constant, as in PostgreSQL (which refuses it at the top
+            # level itself: the gateway's PostgreSQL check answers that, gateway/pgcheck.py)
+            "SET GLOBAL order_by_non_integer_literal = true",
             "SET autoinstall_known_extensions = false",
             "SET autoload_known_extensions = false",
             "SET enable_external_access = false",

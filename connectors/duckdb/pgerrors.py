@@ -158,6 +158,25 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"cannot take logarithm of (zero|a negative number)"), lambda m: ("2201E", m.group(0))),
     (re.compile(r"cannot get array length of a (?:scalar|non-array)"), lambda m: ("22023", m.group(0))),
+    (re.compile(r"cannot subtract infinite dates"), lambda m: ("22008", m.group(0))),
+    (
+        re.compile(r"input value -?(?:inf|nan) is out of range for numeric function"),
+        lambda m: ("22003", "input is out of range"),
+    ),
+    (
+        re.compile(
+            r"Type DOUBLE with value \S+ can't be cast because the value is out of range for the destination type FLOAT"
+        ),
+        lambda m: ("22003", "value out of range: overflow"),
+    ),
+    (
+        re.compile(r"Cannot left-shift (?:by negative number|negative number)"),
+        lambda m: (
+            "0A000",
+            "a left shift of a negative number or by a negative count (PostgreSQL shifts as C does) cannot be "
+            "computed exactly as PostgreSQL does on the lake route (DuckDB); run it on a PostgreSQL source",
+        ),
+    ),
     (
         re.compile(
             r"operand, lower bound, and upper bound cannot be NaN|lower bound cannot equal upper bound|"
@@ -205,7 +224,9 @@ def own_error(message: str) -> str | None:
 _OWN_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"lake route|DuckDB's decimal|has no exact decimal value"), "0A000"),
     (
-        re.compile(r"^invalid input syntax for type (?:json|bytea)|^path element at position \d+ is not an int"),
+        re.compile(
+            r"^invalid input syntax for type (?:json|bytea)|^path element at position \d+ is not an int"
+        ),
         "22P02",
     ),
     (re.compile(r"^path element at position \d+ is null|^null value not allowed for object key"), "22004"),

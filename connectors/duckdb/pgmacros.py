@@ -108,6 +108,9 @@ MACROS = (
     "CREATE MACRO pg_extract_second(x) AS CAST(microsecond(x) AS DECIMAL(18, 0)) * 0.000001",
     "CREATE MACRO pg_extract_epoch(x) AS CAST(epoch_us(x) AS DECIMAL(38, 0)) * 0.000001",
     "CREATE MACRO pg_date_trunc(unit, x) AS CASE WHEN isinf(x) THEN x ELSE date_trunc(unit, x) END",
+    # date - date: an infinite date is an error (DuckDB subtracts its sentinel values)
+    "CREATE MACRO pg_date_difference(a, b) AS CASE WHEN isinf(a) OR isinf(b) "
+    "THEN error('cannot subtract infinite dates') ELSE CAST(a - b AS INTEGER) END",
     "CREATE MACRO pg_finite_field(x, value, infinite) AS CASE WHEN isinf(x) THEN infinite ELSE value END",
     "CREATE MACRO pg_infinity_sign(x) AS "
     "CASE WHEN x > '2000-01-01' THEN 'infinity'::DOUBLE ELSE '-infinity'::DOUBLE END",
@@ -213,6 +216,21 @@ MACROS = (
     "WHEN x IS NULL THEN NULL "
     "WHEN list_contains(list_transform(a, lambda e: e IS NOT NULL AND e <> x), true) THEN false "
     "WHEN list_contains(list_transform(a, lambda e: e IS NULL), true) THEN NULL ELSE true END",
+    "CREATE MACRO pg_bools_any(b) AS CASE WHEN b IS NULL THEN NULL WHEN list_contains(b, true) THEN true "
+    "WHEN list_count(b) < len(b) THEN NULL ELSE false END",
+    "CREATE MACRO pg_bools_all(b) AS CASE WHEN b IS NULL THEN NULL WHEN list_contains(b, false) THEN false "
+    "WHEN list_count(b) < len(b) THEN NULL ELSE true END",
+    # x <op> ANY/ALL(array): NULL for a NULL array, else true/false/NULL over the comparisons as SQL's OR/AND
+    "CREATE MACRO pg_ne_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x <> e))",
+    "CREATE MACRO pg_ne_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x <> e))",
+    "CREATE MACRO pg_lt_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x < e))",
+    "CREATE MACRO pg_lt_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x < e))",
+    "CREATE MACRO pg_le_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x <= e))",
+    "CREATE MACRO pg_le_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x <= e))",
+    "CREATE MACRO pg_gt_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x > e))",
+    "CREATE MACRO pg_gt_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x > e))",
+    "CREATE MACRO pg_ge_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x >= e))",
+    "CREATE MACRO pg_ge_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x >= e))",
     # case mapping as libc's towupper/towlower (PostgreSQL's with a libc collation): ß stays ß (DuckDB: ẞ)
     "CREATE MACRO pg_upper(s) AS replace(upper(replace(s, 'ß', chr(57344))), chr(57344), 'ß')",
     "CREATE MACRO pg_initcap(s) AS array_to_string(list_transform(range(1, length(s) + 1), lambda i: "

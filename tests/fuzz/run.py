@@ -122,7 +122,8 @@ class Score:
         lines = [self.line()]
         for route, counts in sorted(self.routes.items()):
             lines.append(
-                f"  {route:10} identical {counts[IDENTICAL]}, refused {counts[REFUSED]}, differing {counts[DIFFERING]}"
+                f"  {route:10} identical {counts[IDENTICAL]}, refused {counts[REFUSED]}, known {counts[KNOWN]}, "
+                f"differing {counts[DIFFERING]}"
             )
         if self.known:
             lines.append("  known differences (tests/fuzz/known.py):")
@@ -222,12 +223,13 @@ def check_one(env: Env, template: str, score: Score, minimise_findings: bool = T
     results = check(env, template, want)
     worst = IDENTICAL
     for route, (outcome, why) in results.items():
-        score.routes.setdefault(route, Counter())[outcome] += 1
+        counted = KNOWN if outcome == DIFFERING and known(template, why) else outcome
+        score.routes.setdefault(route, Counter())[counted] += 1
         if outcome == REFUSED:
             score.refusals[re.sub(r"\d+", "N", why.split(";")[0])] += 1
             worst = REFUSED if worst == IDENTICAL else worst
-        elif outcome == DIFFERING and known(why):
-            score.known[known(why) or ""] += 1
+        elif outcome == DIFFERING and known(template, why):
+            score.known[known(template, why) or ""] += 1
             worst = KNOWN if worst != DIFFERING else worst
         elif outcome == DIFFERING:
             worst = DIFFERING
