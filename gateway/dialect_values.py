@@ -81,7 +81,14 @@ def _quantifier(node: exp.Expr) -> tuple[str, exp.Expr] | None:
 
 
 #: comparisons with an array quantifier, and their macros' names (``pg_<name>_any``/``pg_<name>_all``)
-_QUANTIFIED: dict[type[exp.Expr], str] = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_QUANTIFIED: dict[type[exp.Expr], str] = {
+    exp.EQ: "eq",
+    exp.NEQ: "ne",
+    exp.LT: "lt",
+    exp.LTE: "le",
+    exp.GT: "gt",
+    exp.GTE: "ge",
+}
 
 
 def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
