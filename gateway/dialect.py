@@ -54,6 +54,7 @@ REFUSED: dict[str, str] = {
     "row_to_json": "row_to_json() (DuckDB writes numbers, bytes and field names otherwise than PostgreSQL)",
     # sqlglot reads json_object(keys, values) as SQL/JSON's JSON_OBJECT(key : value): DuckDB made one member of them
     "jsonobject": "json_object() (the lake route computes jsonb_object())",
+    "json_object": "json_object() (the lake route computes jsonb_object())",
     # DuckDB's pg_catalog compatibility macro answers otherwise (format_type(23, -1) was 'float8')
     "format_type": "format_type() (the lake route has no PostgreSQL catalog of types)",
 }

@@ -19,10 +19,9 @@
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
+from lakegate.connectors.duckdb import pgbytea
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.dialect_scale import TEXT_SCALE, text_of
 from lakegate.gateway.errors import QueryFailed
@@ -213,7 +212,9 @@ def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
             return call("pg_bytea_in", _as_text(node.this, types))  # byteain (connectors/duckdb/pgbytea.py)
         return None
     if isinstance(node, exp.Decode) and isinstance(node.args.get("charset"), exp.Literal):
-        how = node.args["charset"].name.lower()  # decode(text, 'escape' | 'hex') is byteain without / with \\x
+        how = node.args[
+            "charset"
+        ].name.lower()  # decode(text, 'escape' | 'hex') is byteain without / with \\x
         text = _as_text(node.this, types)
         if how == "escape":
             return call("pg_decode_escape", text)
@@ -243,29 +244,12 @@ def _blob(text: str) -> exp.Expr:
 
 
 def bytea_input(text: str) -> bytes:
-    """PostgreSQL's byteain: the bytes of ``text``, or its error."""
-    if text.startswith("\\x"):
-        digits = [c for c in text[2:] if c not in " \t\n\r"]
-        bad = next((c for c in digits if c not in "0123456789abcdefABCDEF"), None)
-        if bad is not None:
-            raise QueryFailed(f'invalid hexadecimal digit: "{bad}"', sqlstate="22023")
-        if len(digits) % 2:
-            raise QueryFailed("invalid hexadecimal data: odd number of digits", sqlstate="22023")
-        return bytes.fromhex("".join(digits))
-    out, i = bytearray(), 0
-    while i < len(text):
-        if text[i] != "\\":
-            out += text[i].encode()
-            i += 1
-        elif text[i + 1 : i + 2] == "\\":
-            out.append(92)
-            i += 2
-        elif re.fullmatch(r"[0-3][0-7][0-7]", text[i + 1 : i + 4]):
-            out.append(int(text[i + 1 : i + 4], 8))
-            i += 4
-        else:
-            raise QueryFailed("invalid input syntax for type bytea", sqlstate="22P02")
-    return bytes(out)
+    """PostgreSQL's byteain: the bytes of ``text``, or its error (the rules: :mod:`~lakegate.connectors.duckdb.pgbytea`,
+    which computes the same for values that are not literals)."""
+    try:
+        return pgbytea.bytea_in(text)
+    except pgbytea.ByteaError as exc:
+        raise QueryFailed(str(exc), sqlstate=pgbytea.sqlstate(str(exc))) from None
 
 
 RULES: list[Rule] = [_bytes, _times_of_day, _wide_product, _array_literal, _lag_default, _bytea_literal]

@@ -251,7 +251,7 @@ def _math(node: exp.Expr, types: Typer) -> exp.Expr | None:
     arg = types.of(node.this)
     if arg is None:
         return None
-    if key in _FLOAT_ONLY and (arg.numeric or key == "pow" and _any_numeric(node, types)):
+    if key in _FLOAT_ONLY and (arg.numeric or key in ("pow", "log") and _any_numeric(node, types)):
         raise refusal(node, f"{_FLOAT_ONLY[key]} of a numeric (PostgreSQL computes it in numeric arithmetic)")
     decimals = node.args.get("decimals")
     if key == "round" and arg.floating and decimals is None:

@@ -8,6 +8,8 @@ sqlglot's parser (30.x) differs from PostgreSQL's grammar in a few places that m
   :class:`~sqlglot.exp.Extract`, so the parser marks the former (``_date_part``);
 * ``timestamp 'x'::date`` is ``(timestamp 'x')::date``: a type name before a string is a constant of that type,
   which the operators after it apply to (sqlglot cast the whole ``'x'::date`` to timestamp);
+* ``json_object(text[])`` and ``json_object(keys, values)`` are PostgreSQL's functions (sqlglot read only the
+  SQL/JSON constructor ``JSON_OBJECT(k : v)`` and failed on them);
 * ``f(j -> 'k')`` is the json operator (sqlglot reads a lambda of ``j``: PostgreSQL has none);
 * ``to_char(x, pattern)``, ``to_date(text, pattern)`` and ``to_timestamp(text, pattern)`` stay plain calls with
   PostgreSQL's pattern (sqlglot rewrites it as ``strftime``'s), ``date_bin(stride, x, origin)`` a plain call with
@@ -53,7 +55,7 @@ class LakegatePostgres(Postgres):
         # PostgreSQL has no lambdas: ``f(j -> 'k')`` is the json operator, not a lambda of j (=> stays: named args)
         LAMBDAS = {k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW}
         FUNCTION_PARSERS = {
-            **Postgres.Parser.FUNCTION_PARSERS,
+            **{k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "JSON_OBJECT"},
             "DATE_PART": lambda self: self._parse_marked_date_part(),
         }
 

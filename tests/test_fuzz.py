@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from lakegate.gateway import functions
+from tests.fuzz import functions as function_table
 from tests.fuzz import types
 from tests.fuzz.run import Env, Score, check_one, environment, regressions, run
 
@@ -41,4 +42,16 @@ def test_generated_queries_answer_as_postgresql(env: Env) -> None:
     score = run(env, SEED, QUERIES)
     print(f"\nseed {SEED}: " + score.report())
     assert score.queries >= QUERIES
+    assert not score.findings, score.report()
+
+
+def test_every_allowed_function_and_operator_with_edge_values(env: Env) -> None:
+    """Issue 28.3: each allowed function and operator of the source's catalog, called with edge values of every
+    argument type it takes (one edge per argument in CI; ``python -m tests.fuzz --functions`` runs them all)."""
+    calls = function_table.templates(env.conn, edges_per_argument=1)
+    score = Score()
+    for template in calls:
+        check_one(env, template, score, minimise_findings=False)
+    print("\nfunctions and operators: " + score.report())
+    assert score.queries >= 1000
     assert not score.findings, score.report()

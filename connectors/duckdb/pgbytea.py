@@ -50,6 +50,11 @@ def bytea_in(text: str, escape_only: bool = False) -> bytes:
     return bytes(out)
 
 
+def sqlstate(message: str) -> str:
+    """PostgreSQL's SQLSTATE for a :class:`ByteaError`'s message."""
+    return "22P02" if message.startswith("invalid input syntax") else "22023"
+
+
 def _bytea_in(texts: pa.Array) -> pa.Array:
     return pa.array([None if t is None else bytea_in(t) for t in texts.to_pylist()], type=pa.binary())
 
