@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal, rewrap
-from lakegate.gateway.dialect_patterns import match_groups
+from lakegate.gateway.dialect_patterns import literal_pattern
 from lakegate.gateway.dialect_text import padded, trimmed
 from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import PgType
@@ -292,17 +291,7 @@ def _regexp_matches(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     subject, pattern = trimmed(args[0].copy(), types.of(args[0])), args[1]
     flags = args[2] if len(args) == 3 else exp.Literal.string("")
-    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
-        raise refusal(node, "regexp_matches() with a pattern that is not a literal")
-    if not (isinstance(flags, exp.Literal) and flags.is_string and set(flags.this) <= {"g", "i"}):
-        raise refusal(node, "regexp_matches() with flags other than 'g' and 'i'")
-    groups = match_groups(pattern.this)
-    if groups is None or re.search(r"\\[A-Za-z]|\[\[:", pattern.this):
-        raise refusal(
-            node,
-            f"regexp_matches() with the pattern {pattern.this!r} (class escapes such as \\w, whose classes the "
-            "engines define differently, optional or alternative groups, lookaround)",
-        )
+    groups = literal_pattern(node, "regexp_matches", pattern, flags, "gi")
     item = node.parent if isinstance(node.parent, exp.Alias) else node
     if not isinstance(item.parent, exp.Select) or item.arg_key != "expressions":
         raise refusal(node, "regexp_matches() elsewhere than in a select list (it returns a set of rows)")

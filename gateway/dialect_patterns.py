@@ -152,6 +152,25 @@ def match_groups(pattern: str) -> int | None:
     return parsed.state.groups - 1 if _every_group_matches(list(parsed), False) else None
 
 
+def literal_pattern(node: exp.Expr, name: str, pattern: Any, flags: Any, allowed: str) -> int:
+    """The number of groups of the literal pattern of ``name()`` (``regexp_match``, ``regexp_matches``), whose
+    flags may be those of ``allowed``; or the refusal of what the lake route cannot match as PostgreSQL does."""
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        raise refusal(node, f"{name}() with a pattern that is not a literal")
+    if flags is not None and not (
+        isinstance(flags, exp.Literal) and flags.is_string and set(flags.this) <= set(allowed)
+    ):
+        raise refusal(node, f"{name}() with flags other than {' and '.join(repr(f) for f in allowed)}")
+    groups = match_groups(pattern.this)
+    if groups is None or re.search(r"\\[A-Za-z]|\[\[:", pattern.this):
+        raise refusal(
+            node,
+            f"{name}() with the pattern {pattern.this!r} (class escapes such as \\w, whose classes the engines "
+            "define differently, optional or alternative groups, lookaround)",
+        )
+    return groups
+
+
 def _every_group_matches(items: list[Any], optional: bool) -> bool:
     for op, av in items:
         name = str(op)
@@ -176,17 +195,10 @@ def _regexp_match(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     args = list(node.expressions)
     pattern, flags = (args + [None, None])[1:3]
-    if not (isinstance(pattern, exp.Literal) and pattern.is_string) or len(args) > 3:
+    if len(args) > 3:
         raise refusal(node, "regexp_match() with a pattern that is not a literal")
-    if flags is not None and not (isinstance(flags, exp.Literal) and flags.is_string and flags.this in ("", "i")):
-        raise refusal(node, "regexp_match() with flags other than 'i'")
-    groups = match_groups(pattern.this)
-    if groups is None or re.search(r"\\[A-Za-z]|\[\[:", pattern.this):
-        raise refusal(
-            node,
-            f"regexp_match() with the pattern {pattern.this!r} (class escapes such as \\w, whose classes the "
-            "engines define differently, optional or alternative groups, lookaround)",
-        )
+    groups = literal_pattern(node, "regexp_match", pattern, flags, "i")
+    assert isinstance(pattern, exp.Literal)
     options = exp.Literal.string("s" + (flags.this if isinstance(flags, exp.Literal) else ""))
     parts = [
         call("regexp_extract", args[0].copy(), pattern.copy(), exp.Literal.number(g), options.copy())
@@ -209,11 +221,16 @@ def _regex_classes(node: exp.Expr, types: Typer) -> exp.Expr | None:
     pattern: exp.Expr | None = None
     if isinstance(node, _REGEX_NODES):
         pattern = node.args.get("expression")
-    elif isinstance(node, exp.Anonymous) and node.name.lower() in _REGEX_FUNCTIONS and len(node.expressions) > 1:
+    elif (
+        isinstance(node, exp.Anonymous)
+        and node.name.lower() in _REGEX_FUNCTIONS
+        and len(node.expressions) > 1
+    ):
         pattern = node.expressions[1]
     if isinstance(pattern, exp.Literal) and pattern.is_string and _LOCALE_CLASSES.search(pattern.this):
         raise refusal(
-            node, f"the regular expression {pattern.this!r} (its class escapes match otherwise in DuckDB's RE2)"
+            node,
+            f"the regular expression {pattern.this!r} (its class escapes match otherwise in DuckDB's RE2)",
         )
     return None
 
