@@ -82,7 +82,10 @@ def source_text(
         if ref.kind == LAKE:
             if ref.name.endswith(CHANGELOG_SUFFIX):
                 return None
-            source = lake_source(ref)
+            try:
+                source = lake_source(ref)
+            except Exception:  # noqa: BLE001 - an unreadable lake table is the route's to report, not the check's
+                return None
             if source is None:
                 return None
         else:
