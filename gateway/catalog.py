@@ -217,13 +217,14 @@ class Catalog:
     def _suggest(self, idents: list[exp.Identifier], lake_listing: Mapping[tuple[str, str], object]) -> str:
         wanted = ".".join(i.name.lower() for i in idents)
         names: list[str] = []
+        down: list[str] = []
         for source in self.sources:
             try:
                 for schema, name in self.tables(source, lake_listing=lake_listing):
                     if schema not in SYSTEM_SCHEMAS:
                         names.append(f"{source}.{schema}.{name}")
             except Unavailable:
-                continue
+                down.append(source)
         tails = {n: ".".join(n.split(".")[-len(idents) :]).lower() for n in names}
         close = [n for n in names if tails[n] == wanted]  # same name, different case or source
         close += [
@@ -231,9 +232,11 @@ class Catalog:
             for n in names
             if n not in close and difflib.SequenceMatcher(None, tails[n], wanted).ratio() >= 0.75
         ]
+        unread = f"; source {', '.join(down)} could not be read (unavailable)" if down else ""
         if not close:
-            return f" in any source (searched {', '.join(self.search_path)})"
-        return f"; did you mean {', '.join(_pretty(n) for n in close[:3])}?"
+            searched = [s for s in self.search_path if s not in down]
+            return f" in any source (searched {', '.join(searched) or 'none'}){unread}"
+        return f"; did you mean {', '.join(_pretty(n) for n in close[:3])}?{unread}"
 
 
 def protect(ref: TableRef) -> TableRef:

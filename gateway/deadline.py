@@ -72,6 +72,8 @@ class Region:
         self.watchdog = watchdog
         self.armed = False
         self.fired = False
+        #: the deadline passed in a shielded block that failed: its error went on, the region is over
+        self.late = False
         self._mutex = threading.Lock()
 
     def fire(self) -> None:
@@ -96,7 +98,7 @@ class Region:
             self._mutex.release()
 
     def arm(self) -> None:
-        if time.monotonic() >= self.deadline:
+        if self.late or time.monotonic() >= self.deadline:
             raise Interrupted()
         self.armed = True
 
@@ -126,6 +128,8 @@ def interruptible(deadline: float | None, watchdog: Watchdog, *, preempt: bool =
             yield
         finally:
             region.disarm()
+        if region.late:  # a shielded block failed after the deadline and its error was caught
+            raise Interrupted()
     finally:
         _local.region = None
         if handle is not None:
@@ -160,13 +164,22 @@ def remaining(deadline: float | None, default: float) -> float:
 @contextmanager
 def shielded() -> Iterator[None]:
     """Around I/O and locks inside an armed region: no interruption in the block; a deadline that passed
-    meanwhile ends the region right after it."""
+    meanwhile ends the region right after it. A block that fails keeps its own error (a source that did not
+    answer in time says so, rather than a 408 about planning); code that catches it and goes on is interrupted
+    at its next shielded block or the region's end."""
     region: Region | None = getattr(_local, "region", None)
+    if region is not None and region.late:
+        raise Interrupted()
     if region is None or not region.armed:
         yield
         return
     region.disarm()
     try:
         yield
-    finally:
-        region.arm()
+    except Exception:
+        if time.monotonic() < region.deadline:
+            region.armed = True
+        else:
+            region.late = True
+        raise
+    region.arm()

@@ -32,7 +32,7 @@ from lakegate.gateway import deadline, encoders, isolate, memory, pggrammar
 from lakegate.gateway.config import GatewaySettings
 from lakegate.gateway.errors import BadRequest, GatewayError, NotFound, Unauthorized, Unavailable
 from lakegate.gateway.http_limits import Admit, protocol
-from lakegate.gateway.http_query import Admission, Runner, run_query
+from lakegate.gateway.http_query import Admission, QuietCuts, Runner, run_query
 from lakegate.gateway.service import Gateway
 
 log = logging.getLogger("lakegate.gateway")
@@ -138,6 +138,9 @@ class Large:
 def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
     """The FastAPI app. With ``own_gateway`` the app opens and closes the gateway in its lifespan."""
     cfg = gateway.config
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietCuts) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(QuietCuts())
     pool = ThreadPoolExecutor(max_workers=cfg.workers + 4, thread_name_prefix="lakegate-query")
     runner = Runner(pool)
 

@@ -242,7 +242,7 @@ async def _stream(
         error = exc
         log.warning("query failed while streaming (%s): %s", exc.code, exc.message)
         if fmt not in (encoders.JSON, encoders.NDJSON):
-            raise
+            raise StreamCut(exc.message) from exc
         yield encoder.footer({**meta(execution), "truncated": True, **exc.body()})  # the rows are a prefix
     except BaseException as exc:  # cancelled (client gone) or an unexpected failure
         error = exc
@@ -252,6 +252,23 @@ async def _stream(
         runner.pool.submit(execution.close)
         admission.release()
         observe(gateway, execution, error)
+
+
+class StreamCut(Exception):
+    """A CSV or Arrow result that failed after its first bytes: raised out of the response so that the server
+    closes the connection without the chunked body's end, and no client takes the prefix for the whole. Said
+    once, as the warning above; :class:`QuietCuts` keeps the server from adding a traceback of it."""
+
+
+class QuietCuts(logging.Filter):
+    """On uvicorn's error log: drops "Exception in ASGI application" records whose exception is a
+    :class:`StreamCut` (alone or inside an exception group), which is how a result is cut, not a fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        return not isinstance(exc, StreamCut)
 
 
 def _next(iterator: Iterator[pa.RecordBatch]) -> pa.RecordBatch | None:

@@ -14,6 +14,7 @@ from (issue 27 item 6), through real HTTP to a real gateway over a real PostgreS
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -294,6 +295,15 @@ WHOLE = {
 }
 
 
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def stream(live: LiveServer, sql: str, fmt: str) -> tuple[httpx.Response, bytes, Exception | None]:
     """The response, the bytes that came, and the error that ended the body early (None: it ended)."""
     with live.client(TOKEN) as client, client.stream("POST", "/v1/query", json={"sql": sql, "format": fmt}) as r:
@@ -309,7 +319,14 @@ def stream(live: LiveServer, sql: str, fmt: str) -> tuple[httpx.Response, bytes,
 @pytest.mark.parametrize("fmt", ["json", "ndjson", "csv", "arrow"])
 @pytest.mark.parametrize("route", ROUTES)
 def test_result_cap_reached_mid_stream_is_never_a_whole_answer(env: Env, route: str, fmt: str) -> None:
-    response, body, cut = stream(env.live, WHOLE[route], fmt)
+    server_log = Records()
+    logging.getLogger("uvicorn.error").addHandler(server_log)
+    try:
+        response, body, cut = stream(env.live, WHOLE[route], fmt)
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(server_log)
+    # the cut is the gateway's own warning, not a server traceback
+    assert [r.getMessage() for r in server_log.records if r.levelno >= logging.ERROR] == []
     assert response.status_code == 200 and response.headers["x-lakegate-route"] == route  # rows were sent
     assert "x-lakegate-truncated" not in response.headers  # the status went before the end was known
     cap = "the result is larger than the gateway's cap of 8388608 bytes"

@@ -102,6 +102,11 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+#: seconds a connection to a source may take when its DSN does not say (libpq's default is no limit: a source
+#: whose host drops packets held the gateway's start and every re-attach for ever)
+CONNECT_TIMEOUT = 10
+
+
 def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway", statement_timeout_ms: int = 0) -> str:
     """The source DSN with sessions that default to read-only transactions (and, given ``statement_timeout_ms``,
     end any statement after that long: a scan waiting on a lock in PostgreSQL is out of reach of DuckDB's
@@ -112,6 +117,7 @@ def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway", statemen
     extra = f" -c statement_timeout={int(statement_timeout_ms)}" if statement_timeout_ms > 0 and not own else ""
     params["options"] = f"{options} -c default_transaction_read_only=on{extra}".strip()
     params.setdefault("application_name", application_name)
+    params.setdefault("connect_timeout", str(CONNECT_TIMEOUT))  # libpq's default waits for ever
     return conninfo.make_conninfo("", **params)
 
 
@@ -406,12 +412,16 @@ _KINDS = {
 
 
 _PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s\"]+)", re.IGNORECASE)
+#: the connection string the postgres extension quotes whole when it cannot connect (host, user, options)
+_CONNINFO = re.compile(r'(Unable to connect to Postgres) at "(?:[^"\\]|\\.)*"')
 
 
 def clean_message(text: str) -> str:
     """DuckDB's message without the ``LINE n:`` excerpt (it points into generated SQL, not the user's) and
-    without passwords (the postgres extension quotes the whole connection string when it cannot connect)."""
-    return _PASSWORD.sub(r"\1***", _CONTEXT.sub("", text)).strip()
+    without the connection string (the postgres extension quotes it whole when it cannot connect), and without
+    any password should another message quote one."""
+    text = _CONNINFO.sub(r"\1", _CONTEXT.sub("", text))
+    return _PASSWORD.sub(r"\1***", text).strip()
 
 
 def translate(exc: BaseException, *, cancelled: bool = False) -> QueryError:

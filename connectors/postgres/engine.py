@@ -60,6 +60,8 @@ from lakegate.connectors.query import (
 )
 
 CHUNK_BYTES = 4 * 2**20
+#: seconds between looks at whether a connection attempt failed, while a source is not known to be reachable
+FAIL_FAST_POLL = 0.05
 EXTENSIONS_TTL = 5.0  #: seconds the extension schemas read from a database are used
 #: Session defaults of every pooled session (start-up options, so DISCARD ALL returns to them): read-only
 #: transactions, and only pg_catalog on the search path (tables are always schema-qualified by the router), so
@@ -93,12 +95,32 @@ class PostgresEngine:
         kwargs = connect_kwargs(dsn, application_name="lakegate-gateway", settings=SESSION_SETTINGS)
         kwargs["options"] = conninfo.conninfo_to_dict(with_settings(dsn, POOL_OPTIONS))["options"]
         kwargs["autocommit"] = True
+        kwargs.setdefault("connect_timeout", max(1, round(connect_timeout)))  # else psycopg's 130 s
         # no server-side prepared statements of psycopg's own: DISCARD ALL (the pool's reset) deallocates them,
         # and psycopg notices that only the first time a session runs it ("prepared statement _pg3_0 does not
         # exist" on the sixth catalog query of a session, measured with psycopg 3.3)
         kwargs["prepare_threshold"] = None
-        self._pool = ConnectionPool(
+        engine = self
+
+        class Session(psycopg.Connection):  # type: ignore[type-arg]
+            """A pooled session that tells the engine whether the source could be reached."""
+
+            @classmethod
+            def connect(cls, conninfo: str = "", **kw: Any) -> Any:
+                try:
+                    conn = super().connect(conninfo, **kw)
+                except psycopg.OperationalError as exc:
+                    engine._unreachable = (time.monotonic(), str(exc).strip())
+                    raise
+                engine._reached = time.monotonic()
+                return conn
+
+        #: when the source last refused a connection, and its words; when one was last made
+        self._unreachable: tuple[float, str] = (0.0, "")
+        self._reached = 0.0
+        self._pool: ConnectionPool[Any] = ConnectionPool(
             kwargs=kwargs,
+            connection_class=Session,
             min_size=1,
             max_size=max(1, pool_size),
             open=False,
@@ -144,17 +166,37 @@ class PostgresEngine:
                 self._opened = True
 
     def connection(self, timeout: float | None = None) -> psycopg.Connection:
+        """A pooled session, waiting at most ``timeout`` (default the connect timeout) for one. While the source
+        is not known to be reachable (none connected yet, or the last attempt failed) the wait is watched: a
+        connection attempt that fails meanwhile ends it at once with PostgreSQL's words, an UNAVAILABLE naming
+        the source, rather than a wait of the whole connect timeout (which ran into the request's time limit and
+        answered a 408 saying the statement was too large)."""
         self._ensure_open()
-        try:
-            return self._pool.getconn(timeout=timeout if timeout is not None else self.connect_timeout)
-        except PoolTimeout as exc:
-            if self.refused:
-                raise QueryError(self.refused, PERMISSION, engine="postgres") from exc
-            raise QueryError(
-                f"PostgreSQL source {self.name!r} is unavailable or all its connections are busy: {exc}",
-                UNAVAILABLE,
-                engine="postgres",
-            ) from exc
+        asked = time.monotonic()
+        end = asked + (timeout if timeout is not None else self.connect_timeout)
+        while True:
+            left = max(end - time.monotonic(), 0.001)
+            healthy = self._reached > self._unreachable[0]
+            try:
+                return self._pool.getconn(timeout=left if healthy else min(left, FAIL_FAST_POLL))
+            except PoolTimeout as exc:
+                if self.refused:
+                    raise QueryError(self.refused, PERMISSION, engine="postgres") from exc
+                failed, words = self._unreachable
+                if failed >= asked and failed > self._reached:
+                    raise QueryError(
+                        f"PostgreSQL source {self.name!r} cannot be reached: {words}",
+                        UNAVAILABLE,
+                        engine="postgres",
+                    ) from exc
+                if time.monotonic() < end:
+                    continue
+                raise QueryError(
+                    f"PostgreSQL source {self.name!r} is unavailable or all its connections are busy: no session "
+                    f"within {time.monotonic() - asked:.1f} s",
+                    UNAVAILABLE,
+                    engine="postgres",
+                ) from exc
 
     def _configure(self, conn: psycopg.Connection) -> None:
         """Every new session: when only readers are accepted, a role that is more is refused (it may have been
@@ -204,8 +246,9 @@ class PostgresEngine:
         return result
 
     def fetch(self, sql: str, params: Sequence[Any] = (), timeout: float = 10.0) -> list[tuple[Any, ...]]:
-        """Rows of a small catalog query, in a read-only transaction."""
-        conn = self.connection()
+        """Rows of a small catalog query, in a read-only transaction; ``timeout`` bounds the wait for a session
+        too."""
+        conn = self.connection(timeout=min(self.connect_timeout, timeout))
         try:
             with conn.transaction():
                 conn.execute(
