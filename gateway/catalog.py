@@ -137,7 +137,9 @@ class Catalog:
             return cached[1]
         try:
             with deadline.shielded():  # I/O: never interrupted half-way by a request's time limit
-                rows = self.postgres[source].fetch(PG_TABLES, timeout=deadline.remaining(deadline.current(), 10.0))
+                rows = self.postgres[source].fetch(
+                    PG_TABLES, timeout=deadline.remaining(deadline.current(), 10.0)
+                )
         except QueryError as exc:
             raise Unavailable(f"cannot list the tables of PostgreSQL source {source!r}: {exc}") from exc
         tables = {(schema, name): kind for schema, name, kind in rows}

@@ -86,8 +86,10 @@ class Region:
                 return
             frame = sys._current_frames().get(self.thread_id)
             code = frame.f_code if frame is not None else None
-            if code is None or code.co_name in ("__del__", "remove") or not any(
-                part in code.co_filename for part in _HOT
+            if (
+                code is None
+                or code.co_name in ("__del__", "remove")
+                or not any(part in code.co_filename for part in _HOT)
             ):
                 if self.watchdog is not None:
                     self.watchdog.watch(time.monotonic() + _RETRY, self.fire)

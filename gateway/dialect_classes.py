@@ -6,8 +6,9 @@ turn):
   ``array_to_string`` and of an array's text — is PostgreSQL's output: floats as their shortest exact text
   (``NaN``, ``Infinity``, ``-0``, ``1e+16``: DuckDB writes ``nan``, ``inf``, ``-0.0``, ``1e16`` otherwise),
   bytea in hex (``\\x0102``; DuckDB writes ``\\x01\\x02`` and printable bytes as themselves), dates and
-  timestamps before year 1 as ``0044-03-15 BC`` (DuckDB: ``0044-03-15 (BC)``), arrays as ``{1,NULL,"a b"}`` with
-  array_out's quoting (DuckDB: ``[1, NULL, a b]``), booleans in arrays as ``t``/``f``;
+  timestamps before year 1 as ``0044-03-15 BC`` (DuckDB: ``0044-03-15 (BC)``), intervals in IntervalStyle
+  ``postgres`` (``1 year 2 mons -1 days +02:00:00``; DuckDB: ``1 year 2 months -1 day 02:00:00``), arrays as
+  ``{1,NULL,"a b"}`` with array_out's quoting (DuckDB: ``[1, NULL, a b]``), booleans in arrays as ``t``/``f``;
 * ``array_to_string(a, d[, null])``: NULL for a NULL delimiter, NULL elements skipped (or the null string), each
   element as its output text, a multidimensional array's elements in order (DuckDB: NULL for ``{NULL}``);
 * ``NULLIF`` with a ``char(n)`` operand compares as ``=`` does: trailing spaces do not count, and against text
@@ -49,6 +50,8 @@ def value_text(node: exp.Expr, typ: PgType | None, what: exp.Expr) -> exp.Expr |
         return call("pg_bytea_out", node)
     if typ.is_("date", "timestamp"):
         return call("pg_datetime_out", node)
+    if typ.is_("interval"):
+        return call("pg_interval_out", node)
     return None
 
 
@@ -127,7 +130,9 @@ def _text_operands(node: exp.Expr, types: Typer) -> exp.Expr | None:
 
 def _own_text(typ: PgType | None) -> bool:
     """Whether PostgreSQL's output text of a value of ``typ`` is not DuckDB's cast to VARCHAR."""
-    return typ is not None and (typ.dims > 0 or typ.is_("float8", "float4", "bytea", "date", "timestamp"))
+    return typ is not None and (
+        typ.dims > 0 or typ.is_("float8", "float4", "bytea", "date", "timestamp", "interval")
+    )
 
 
 def _text_or_value(node: exp.Expr, typ: PgType | None, what: exp.Expr) -> exp.Expr:

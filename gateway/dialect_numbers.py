@@ -98,7 +98,11 @@ def _division(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return call("pg_mod", a, b)
     if left.numeric or right.numeric:
         loose = (left.loose_scale, right.loose_scale)
-        return call("pg_zero_check", b, exact_divide(a, b, quotient_scale(None), loose=loose))
+        # a NULL dividend is no division by zero (the operator is strict): the check sees NULL then
+        check = exp.Case(
+            ifs=[exp.If(this=exp.Is(this=a.copy(), expression=exp.Null()), true=exp.Null())], default=b.copy()
+        )
+        return call("pg_zero_check", check, exact_divide(a, b, quotient_scale(None), loose=loose))
     return call("pg_div", a, b)
 
 
@@ -258,11 +262,37 @@ def _math(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return call("round_even", node.this, exp.Literal.number(0))
     if key == "sign":
         return cast(node, "DECIMAL(1, 0)" if arg.numeric else "DOUBLE")
+    widened = _more_digits(node, key, arg, decimals)
+    if widened is not None:
+        return widened
     if arg.integer and decimals is None:
         node.set("this", cast(node.this, "DOUBLE"))
     elif arg.integer:
         node.set("this", cast(node.this, "DECIMAL(38, 0)"))
     return None
+
+
+def _more_digits(node: exp.Expr, key: str, arg: PgType, decimals: exp.Expr | None) -> exp.Expr | None:
+    """``round``/``trunc`` of a ``numeric(p, s)`` to ``d > s`` places: PostgreSQL's result has scale ``d``
+    (``trunc(1.5, 3)`` is ``1.500``); DuckDB keeps the argument's decimal type. The value is the argument's."""
+    if key not in ("round", "trunc") or not arg.numeric or arg.loose_scale or arg.dims:
+        return None
+    if (
+        arg.precision is None
+        or arg.scale is None
+        or not isinstance(decimals, exp.Literal)
+        or not decimals.is_int
+    ):
+        return None
+    places = int(decimals.this)
+    if places <= arg.scale:
+        return None
+    digits = arg.precision - arg.scale + places
+    if digits > 38:
+        raise refusal(
+            node, f"{key} of a numeric({arg.precision}, {arg.scale}) to {places} places (more than 38 digits)"
+        )
+    return cast(node.this, f"DECIMAL({digits}, {places})")
 
 
 def _any_numeric(node: exp.Expr, types: Typer) -> bool:
@@ -306,7 +336,10 @@ def _to_numeric(node: exp.Cast, source: PgType | None) -> exp.Expr:
     if source is not None and source.numeric:
         return inner  # numeric::numeric changes nothing
     if source is not None and source.integer:
-        return cast(inner, "DECIMAL(38, 0)")
+        # as few digits as the integer type holds: DuckDB compares (IN, =, UNION) two decimals in one type of at
+        # most 38 digits, and DECIMAL(38, 0) against numeric(20, 6) rounded the latter to whole numbers
+        digits = 5 if source.is_("int2") else 10 if source.is_("int4") else 19 if source.is_("int8") else 38
+        return cast(inner, f"DECIMAL({digits}, 0)")
     if isinstance(inner, exp.Literal) and inner.is_string:
         return _numeric_literal(node, inner.this)
     return cast(call("pg_numeric_text", inner, exp.Literal.number(TEXT_SCALE)), f"DECIMAL(38, {TEXT_SCALE})")
@@ -332,10 +365,44 @@ def _numeric_literal(node: exp.Expr, text: str) -> exp.Expr:
 def _exponent_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
     """A number written with an exponent (``1e3``) is a numeric in PostgreSQL (DuckDB: a double)."""
     exponent = isinstance(node, exp.Literal) and not node.is_string and "e" in node.this.lower()
-    cast_operand = isinstance(node.parent, exp.Cast) and node.arg_key == "this"
-    if exponent and not cast_operand and node.find_ancestor(exp.Version) is None:  # not a time-travel argument
+    # a cast to numeric or a float reads the literal itself (:func:`_to_numeric`); to text it writes the numeric's
+    cast_operand = (
+        isinstance(node.parent, exp.Cast)
+        and node.arg_key == "this"
+        and node.parent.to.this in (exp.DType.DECIMAL, exp.DType.DOUBLE, exp.DType.FLOAT)
+    )
+    if (
+        exponent and not cast_operand and node.find_ancestor(exp.Version) is None
+    ):  # not a time-travel argument
         return _numeric_literal(node, node.this)
     return None
 
 
-RULES: list[Rule] = [_exponent_literal, _division, _int_div, _float_arithmetic, _aggregates, _math, _cast]
+def _shift(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``<<`` and ``>>`` of integers as PostgreSQL computes them (see the ``pg_shl`` macro): DuckDB raises on
+    overflow (``2147483647 << 7``) and shifts a negative count to 0 (``-1 >> -2``: PostgreSQL -1)."""
+    if not isinstance(node, exp.BitwiseLeftShift | exp.BitwiseRightShift):
+        return None
+    typ = types.of(node.this)
+    if typ is None or not typ.integer or typ.dims:
+        return None
+    name = "BIGINT" if typ.is_("int8") else "INTEGER" if typ.is_("int4") else "SMALLINT"
+    bits, mask = {"BIGINT": (64, 63), "INTEGER": (32, 31), "SMALLINT": (16, 31)}[name]
+    count = cast(node.expression, "INTEGER")
+    if isinstance(node, exp.BitwiseLeftShift):
+        shifted = call("pg_shl", node.this, count, exp.Literal.number(bits), exp.Literal.number(mask))
+    else:
+        shifted = call("pg_shr", node.this, count, exp.Literal.number(mask))
+    return cast(shifted, name)
+
+
+RULES: list[Rule] = [
+    _exponent_literal,
+    _shift,
+    _division,
+    _int_div,
+    _float_arithmetic,
+    _aggregates,
+    _math,
+    _cast,
+]

@@ -204,7 +204,9 @@ def create_app(gateway: Gateway, *, own_gateway: bool = False) -> FastAPI:
         _check_text(body.sql)
         timeout = gateway.limits(None, body.timeout_ms).timeout
         async with request.app.state.large.turn(body.sql, timeout):
-            return await admitted(request, timeout, gateway.explain, body.sql, body.timeout_ms, body.time_zone)
+            return await admitted(
+                request, timeout, gateway.explain, body.sql, body.timeout_ms, body.time_zone
+            )
 
     @app.get("/v1/schema", tags=["catalog"])
     async def schema(request: Request) -> dict[str, Any]:

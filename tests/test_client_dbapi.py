@@ -384,7 +384,9 @@ def _sleeping(env: Env, seconds: int = 21) -> int:
 
 
 def test_ctrl_c_cancels_the_query_on_the_server(env: Env, conn: client.Connection) -> None:
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    # to the main thread, as a terminal's Ctrl-C reaches a client: os.kill lets the kernel pick any thread of
+    # this process (the test gateway's too), and one that is not the main thread interrupts no blocking read
+    timer = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):

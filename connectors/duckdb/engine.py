@@ -114,7 +114,9 @@ def read_only_dsn(dsn: str, application_name: str = "lakegate-gateway", statemen
     params = conninfo.conninfo_to_dict(dsn)
     options = params.get("options") or ""
     own = "statement_timeout" in str(options)  # the source's DSN sets its own: the operator's choice stands
-    extra = f" -c statement_timeout={int(statement_timeout_ms)}" if statement_timeout_ms > 0 and not own else ""
+    extra = (
+        f" -c statement_timeout={int(statement_timeout_ms)}" if statement_timeout_ms > 0 and not own else ""
+    )
     params["options"] = f"{options} -c default_transaction_read_only=on{extra}".strip()
     params.setdefault("application_name", application_name)
     params.setdefault("connect_timeout", str(CONNECT_TIMEOUT))  # libpq's default waits for ever
@@ -179,7 +181,9 @@ class DuckDBEngine:
             pgident.register(con)
             pgbytea.register(con)
             pgnumformat.register(con)
-            pgbounds.register(con)  # shadows built-ins by name: the macros above that call them are bounded too
+            pgbounds.register(
+                con
+            )  # shadows built-ins by name: the macros above that call them are bounded too
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)
@@ -366,7 +370,10 @@ def _typed(schema: pa.Schema, names: list[str]) -> pa.Schema:
     if len(names) != len(schema):
         return schema
     return pa.schema(
-        [f.with_metadata({**(f.metadata or {}), DUCKDB_TYPE: n.encode()}) for f, n in zip(schema, names, strict=True)],
+        [
+            f.with_metadata({**(f.metadata or {}), DUCKDB_TYPE: n.encode()})
+            for f, n in zip(schema, names, strict=True)
+        ],
         metadata=schema.metadata,
     )
 

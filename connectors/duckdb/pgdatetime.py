@@ -26,6 +26,24 @@ MACROS: tuple[str, ...] = (
     "CREATE MACRO pg_interval(m, d, us) AS "
     "to_months(CAST(m AS INTEGER)) + to_days(CAST(d AS INTEGER)) + to_microseconds(CAST(us AS BIGINT))",
     "CREATE MACRO pg_whole(x, unit) AS (x - x % unit) // unit",  # truncated toward zero, as C divides
+    # interval_out in IntervalStyle postgres (EncodeInterval): each nonzero field with its unit (plural unless 1),
+    # a '+' on a positive field after a negative one, the time as [-|+]HH:MM:SS[.f] when nonzero or alone
+    "CREATE MACRO pg_iv_field(v, unit, lead, before) AS CASE WHEN v = 0 THEN '' ELSE "
+    "CASE WHEN lead THEN ' ' ELSE '' END || CASE WHEN before AND v > 0 THEN '+' ELSE '' END || v::VARCHAR "
+    "|| ' ' || unit || CASE WHEN v = 1 THEN '' ELSE 's' END END",
+    "CREATE MACRO pg_iv_two(n) AS CASE WHEN n < 10 THEN '0' ELSE '' END || n::VARCHAR",
+    "CREATE MACRO pg_iv_time(t, lead, before) AS CASE WHEN lead THEN ' ' ELSE '' END "
+    "|| CASE WHEN t < 0 THEN '-' WHEN before THEN '+' ELSE '' END || pg_iv_two(abs(t::HUGEINT) // 3600000000) "
+    "|| ':' || pg_iv_two(abs(t::HUGEINT) // 60000000 % 60) || ':' || pg_iv_two(abs(t::HUGEINT) // 1000000 % 60) "
+    "|| CASE WHEN abs(t::HUGEINT) % 1000000 = 0 THEN '' "
+    "ELSE '.' || rtrim(printf('%06d', abs(t::HUGEINT) % 1000000), '0') END",
+    "CREATE MACRO pg_iv_out(y, mo, d, t) AS pg_iv_field(y, 'year', false, false) "
+    "|| pg_iv_field(mo, 'mon', y <> 0, y < 0) "
+    "|| pg_iv_field(d, 'day', y <> 0 OR mo <> 0, CASE WHEN mo <> 0 THEN mo < 0 ELSE y < 0 END) "
+    "|| CASE WHEN (y = 0 AND mo = 0 AND d = 0) OR t <> 0 THEN pg_iv_time(t, y <> 0 OR mo <> 0 OR d <> 0, "
+    "CASE WHEN d <> 0 THEN d < 0 WHEN mo <> 0 THEN mo < 0 ELSE y < 0 END) ELSE '' END",
+    "CREATE MACRO pg_interval_out(iv) AS "
+    "pg_iv_out(datepart('year', iv), datepart('month', iv), datepart('day', iv), pg_interval_usecs(iv))",
     # justify_hours: whole days out of the time, then day and time of one sign
     f"CREATE MACRO pg_justify_time(m, d, t) AS CASE WHEN d > 0 AND t < 0 THEN pg_interval(m, d - 1, t + {_DAY}) "
     f"WHEN d < 0 AND t > 0 THEN pg_interval(m, d + 1, t - {_DAY}) ELSE pg_interval(m, d, t) END",

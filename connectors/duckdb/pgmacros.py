@@ -32,12 +32,14 @@ _FLOAT_CHECK = (
 )
 
 MACROS = (
-    # / and % of values whose types the gateway could not tell: division by zero is an error for every type;
+    # / and % of values whose types the gateway could not tell: division by zero is an error for every type
+    # (not of a NULL dividend: PostgreSQL's operators are strict, NULL / 0 is NULL);
     # numeric division picks its result scale from the values (the gateway rewrites it when it knows the types)
-    "CREATE MACRO pg_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') "
+    "CREATE MACRO pg_div(a, b) AS CASE WHEN a IS NULL THEN NULL WHEN b = 0 THEN error('division by zero') "
     "WHEN starts_with(typeof(a), 'DECIMAL') OR starts_with(typeof(b), 'DECIMAL') "
     f"THEN error('division of numeric values whose types the gateway cannot tell{_NOT_EXACT}') ELSE a / b END",
-    "CREATE MACRO pg_mod(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE a % b END",
+    "CREATE MACRO pg_mod(a, b) AS CASE WHEN a IS NULL THEN NULL WHEN b = 0 THEN error('division by zero') "
+    "ELSE a % b END",
     # unconstrained numerics (DECIMAL(38, 18) on the lake route) as their values' own digits: PostgreSQL's
     # result scales follow the display scale of each value (trailing zeros a value was written with are lost)
     "CREATE MACRO pg_loose_text(x) AS regexp_replace(regexp_replace(CAST(x AS VARCHAR), "
@@ -54,9 +56,17 @@ MACROS = (
     "CREATE MACRO pg_type_scale(x) AS CASE WHEN starts_with(typeof(x), 'DECIMAL(') "
     "THEN CAST(regexp_extract(typeof(x), ',([0-9]+)\\)', 1) AS INTEGER) ELSE 0 END",
     "CREATE MACRO pg_same_scale(a, b) AS CASE WHEN a = b THEN a END",
+    # << and >> as PostgreSQL's C computes them: the count taken modulo the promoted operand's width (32 bits for
+    # smallint and integer, 64 for bigint: the machine's shift), the result wrapped to the type (no overflow error)
+    "CREATE MACRO pg_wrap(x, bits) AS CASE WHEN ((x % (1::HUGEINT << bits)) + (1::HUGEINT << bits)) "
+    "% (1::HUGEINT << bits) >= (1::HUGEINT << (bits - 1)) THEN ((x % (1::HUGEINT << bits)) + (1::HUGEINT << bits)) "
+    "% (1::HUGEINT << bits) - (1::HUGEINT << bits) ELSE ((x % (1::HUGEINT << bits)) + (1::HUGEINT << bits)) "
+    "% (1::HUGEINT << bits) END",
+    "CREATE MACRO pg_shl(a, n, bits, mask) AS pg_wrap(a::HUGEINT * (1::HUGEINT << (n & mask)), bits)",
+    "CREATE MACRO pg_shr(a, n, mask) AS a::BIGINT >> (n & mask)",
     "CREATE MACRO pg_zero_check(b, value) AS CASE WHEN b = 0 THEN error('division by zero') ELSE value END",
     # float arithmetic: PostgreSQL raises where the result overflows (or underflows) from finite operands
-    "CREATE MACRO pg_float_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE "
+    "CREATE MACRO pg_float_div(a, b) AS CASE WHEN a IS NULL THEN NULL WHEN b = 0 THEN error('division by zero') ELSE "
     + _FLOAT_CHECK.format(
         r="(a / b)", under="WHEN (a / b) = 0 AND a <> 0 THEN error('value out of range: underflow') "
     )

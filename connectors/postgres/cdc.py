@@ -425,7 +425,9 @@ class PostgresSource:
 
     def _relation(self, msg: pgoutput.Relation) -> None:
         with translated("read the catalog entry of a new partition"):
-            table = self.map.lookup(msg.relid)  # by oid: a renamed table is the same table; partitions: their root
+            table = self.map.lookup(
+                msg.relid
+            )  # by oid: a renamed table is the same table; partitions: their root
         self._by_relid[msg.relid] = table
         if table is None:
             return

@@ -35,7 +35,9 @@ class SourceColumn:
     key: bool = False
     not_null: bool = False
     attnum: int | None = None  #: position in pg_attribute (survives renames); None when unknown
-    generated: bool = False  #: a stored generated column (published by PostgreSQL 18's publish_generated_columns)
+    generated: bool = (
+        False  #: a stored generated column (published by PostgreSQL 18's publish_generated_columns)
+    )
 
 
 @dataclass(frozen=True)
@@ -309,7 +311,9 @@ def check_tables(
 
 def _problem(conn: psycopg.Connection, ref: TableRef, table: SourceTable) -> str | None:
     if table.relkind not in ("r", "p"):
-        kind = {"f": "a foreign table", "v": "a view", "m": "a materialized view"}.get(table.relkind, "not a table")
+        kind = {"f": "a foreign table", "v": "a view", "m": "a materialized view"}.get(
+            table.relkind, "not a table"
+        )
         return f"{ref} is {kind} (relkind {table.relkind!r}); only tables can be replicated: leave it out of replicate"
     if table.persistence == "u":
         return (

@@ -98,7 +98,9 @@ class TableMap(Generic[T]):
         for ref, oids in hit.items():
             whole = self.sources[ref].oid in oids or (ref in self._leaves and self._leaves[ref] <= oids)
             if not whole:
-                raise Resnapshot(ref, "some of its partitions were truncated (the lake cannot tell their rows apart)")
+                raise Resnapshot(
+                    ref, "some of its partitions were truncated (the lake cannot tell their rows apart)"
+                )
             out.append(self.entries[ref])
         return out
 
@@ -136,7 +138,9 @@ class TableMap(Generic[T]):
         tree = introspect.partition_tree(self.conn, self.sources[ref].oid)
         gone = self._partitions[ref] - set(tree)
         if gone:
-            raise Resnapshot(ref, f"{len(gone)} partition(s) were detached or dropped (their rows left the table)")
+            raise Resnapshot(
+                ref, f"{len(gone)} partition(s) were detached or dropped (their rows left the table)"
+            )
         if set(tree) - self._partitions[ref]:
             self._adopt(ref)
 

@@ -5,38 +5,20 @@
 SELECT ARRAY_REMOVE(ARRAY[2147483647], a.i8) AS r2 FROM {fz_num} AS a JOIN {fz_time} AS b ON a.k = b.id
 -- [lake] an error that is no refusal: 400 SQLSTATE none: DuckDB: Binder Error: column "n38" must appear in the GROUP BY clause or must be part of an aggregate function.
 SELECT INTERVAL '-2 HOURS', GREATEST(a.n38, a.i2) FROM {fz_num} AS a GROUP BY 1, 2
--- [lake] rows differ: PostgreSQL [('1 year 2 mons 3 days',), ('1 year 2 mons 3 days',), ('1 year 2 mons 3 days',), ('1 year 2 mons 3 days',)] ... (18 rows) gateway [('1 year 2 months 3 days
-SELECT CAST(INTERVAL '1 year 2 mons 3 days' AS TEXT) FROM {fz_arr} AS a CROSS JOIN LATERAL UNNEST(a.ta) WITH ORDINALITY AS u(x, n)
 -- [lake] PostgreSQL raised SQLSTATE 2201G (operand, lower bound, and upper bound cannot be NaN), the gateway no SQLSTATE (DuckDB: Binder Error: UNNEST not supported here)
 SELECT a.b FROM {fz_num} AS a WHERE WIDTH_BUCKET(a.f8, 0, 100, 5) = ANY('{}')
 -- [lake] PostgreSQL refused (field position must not be zero) but the gateway answered 200
 SELECT '00:00:00', a.u, MODE() WITHIN GROUP (ORDER BY SPLIT_PART(a.t, ',', 0)) FROM {fz_txt} AS a GROUP BY 1, 2
--- [lake] an error that is no refusal: 400 SQLSTATE 22012: DuckDB: division by zero (SQLSTATE 22012)
-WITH c AS (SELECT a.k FROM {fz_num} AS a) SELECT CAST(CAST('"s"' AS JSONB) ->> 'a' AS DECIMAL) / c.k AS r0 FROM c
 -- [lake] rows differ: PostgreSQL [(('a', 'b', ' x'),), ((' x',),), ((' x',),), (('x', None, 'y z', ' x'),)] ... (10 rows) gateway [(('a', 'b', ' x  '),), ((' x  ',),), ((' x  ',),), (('x', 
 SELECT ARRAY_APPEND(a.ta, CAST(' x ' AS CHAR(4))) FROM {fz_arr} AS a
--- [lake] rows differ: PostgreSQL [('1 mon',)] gateway [('1 month',)]
-SELECT MODE() WITHIN GROUP (ORDER BY CAST(INTERVAL '1 MON' AS TEXT)) FROM {fz_txt} AS a
--- [lake] rows differ: PostgreSQL [(('numeric', '0'),), (('numeric', '1'),)] gateway [(('numeric', '0'),), (('numeric', '-2.25'),), (('numeric', '10'),), (('numeric', '100.10'),)] ... (7 row
-SELECT a.nu FROM {fz_num} AS a WHERE a.n IN (SELECT CAST(b.i8 AS DECIMAL) FROM {fz_num} AS b)
--- [lake] an error that is no refusal: 400 SQLSTATE none: DuckDB: Out of Range Error: Overflow in left shift (2147483647 << 7)
-SELECT a.id, u.x << 7 FROM {fz_arr} AS a CROSS JOIN LATERAL UNNEST(a.ia) WITH ORDINALITY AS u(x, n)
--- [lake] rows differ: PostgreSQL [(('num', '-1'),), (('num', '-1'),), (('num', '-1'),), (('num', '-1'),)] ... (21 rows) gateway [(('num', '0'),), (('num', '0'),), (('num', '0'),), (('num', 
-SELECT -1 >> -2 FROM {fz_arr} AS a CROSS JOIN LATERAL UNNEST(a.ia) WITH ORDINALITY AS u(x, n)
--- [lake] rows differ: PostgreSQL [(None,), ('1 day 02:03:04',), ('1 day 02:03:04',), ('-3 mons',)] ... (24 rows) gateway [('1 day 02:03:04',), ('-3 months',), ('1 year 2 months 3 days 04:05
-SELECT CAST(a.iv AS TEXT) FROM {fz_time} AS a FULL JOIN {fz_txt} AS b ON a.id = b.k
 -- [lake] an error that is no refusal: 400 SQLSTATE 22P02: DuckDB: invalid input syntax for type bytea (SQLSTATE 22P02)
 SELECT LEAD(CAST(a.t AS BYTEA), 2, '\x') OVER (PARTITION BY a.id ORDER BY a.id, a.id) FROM {fz_txt} AS a
 -- [lake] types ['_text', '_int8'] != ['_text', '_int4']
 SELECT a.ta, ARRAY_REMOVE(a.ia, 9223372036854775807) FROM {fz_arr} AS a GROUP BY 1, 2
 -- [lake] an error that is no refusal: 400 SQLSTATE 22011: DuckDB: negative substring length not allowed (SQLSTATE 22011)
 SELECT STRING_AGG(a.v, ',' ORDER BY SUBSTRING(a.v FROM 2 FOR -1)) FILTER(WHERE NULL) FROM {fz_txt} AS a
--- [lake] rows differ: PostgreSQL [(('1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000', '1000'),)] gateway [(('1000.0', '1000.0', '1000.0
-SELECT ARRAY_AGG(CAST(1e3 AS TEXT) ORDER BY 1e3 NULLS FIRST) FROM {fz_txt} AS a
 -- [lake] rows differ: PostgreSQL [(('num', '2'), (('num', '-2147483648'), ('num', '-5'), ('num', '-1'), ('num', '1'), ('num', '1'), ('num', '3'), ('num', '2'), ('num', '0'), ('num', '7'), (
 SELECT 2, ARRAY_AGG(a.i4 ORDER BY a.i4 >> 2) FROM {fz_num} AS a GROUP BY 1
--- [lake] rows differ: PostgreSQL [('1 day 02:03:04',), ('-3 mons',), ('1 year 2 mons 3 days 04:05:06.5',), (None,)] ... (14 rows) gateway [('1 day 02:03:04',), ('-3 months',), ('1 year 2 mo
-SELECT CAST(a.iv AS TEXT) FROM {fz_time} AS a
 -- [lake] PostgreSQL raised SQLSTATE 22008 (interval out of range), the gateway no SQLSTATE (DuckDB: Binder Error: UNNEST not supported here)
 SELECT a.tm AS r3 FROM {fz_time} AS a WHERE a.tz - a.tz > ALL('{}')
 -- [lake] rows differ: PostgreSQL [(('numeric', '32765.500000'),), (('numeric', '100000000032766.999999'),), (('numeric', '-99999999967232.999999'),), (None,)] ... (14 rows) gateway [(('nume
@@ -45,15 +27,15 @@ SELECT LEAD(32767 + a.n, 2, 1e3) OVER (ORDER BY '2024-03-10', a.id) FROM {fz_num
 SELECT a.n AS r1 FROM {fz_num} AS a WHERE a.i2 = ANY(NULL) IN (SELECT b.b FROM {fz_num} AS b)
 -- [lake] PostgreSQL refused (cannot add infinite interval to time) but the gateway answered 200
 SELECT CAST('01:30:00' AS TIME) + AGE(a.ts, '1970-01-01') FROM {fz_time} AS a
--- [lake] rows differ: PostgreSQL [(('numeric', '15.1733340000'),)] gateway [(('numeric', '15.173334'),)]
-SELECT SUM(TRUNC(a.n, 10)) FROM {fz_num} AS a
 -- [lake] an error that is no refusal: 400 SQLSTATE none: DuckDB: Binder Error: Could not choose a best candidate function for the function call "timezone(STRING_LITERAL, STRING_LITERAL)". I
 WITH c AS (SELECT a.ts AT TIME ZONE 'UTC' AS c1 FROM {fz_time} AS a) SELECT '2000-01-01 00:00:00' AT TIME ZONE 'UTC' AS r1 FROM c
--- [lake] rows differ: PostgreSQL [('ß', None), ('ß', ('numeric', '1.0000010000')), ('ß', ('numeric', '-99999999999999.9999990000')), ('ß', ('numeric', '99999999999999.9999990000'))] ... (14
-SELECT 'ß', TRUNC(a.n, 10) FROM {fz_num} AS a GROUP BY 1, 2
 -- [lake] an error that is no refusal: 400 SQLSTATE 2201G: DuckDB: operand, lower bound, and upper bound cannot be NaN (SQLSTATE 2201G)
 SELECT WIDTH_BUCKET(a.f4, 0, 100, 5) % ARRAY_UPPER(CAST('{}' AS TEXT[]), 1) AS r0 FROM {fz_num} AS a LEFT JOIN {fz_time} AS b ON a.k = b.k
 -- [federated] types ['int4', '_int8', '_text'] != ['int4', '_int4', '_text']
 SELECT CASE WHEN NULL THEN a.k END, ARRAY_APPEND(a.ia[3:2], 9223372036854775807), STRING_TO_ARRAY('a%', ',') FROM {fz_arr} AS a INTERSECT SELECT CARDINALITY(ARRAY[1, NULL]), NULL, ARRAY['a', 'b'] FROM {fz_num} AS b
 -- [lake] PostgreSQL raised SQLSTATE 22008 (cannot subtract infinite interval from time), the gateway no SQLSTATE (DuckDB: Binder Error: Could not choose a best candidate function for the fu
 SELECT CAST('00:00:00' AS TIME) + b.iv - AGE('-infinity', '2000-01-01 00:00:00') FROM {fz_time} AS a FULL JOIN {fz_time} AS b ON a.k = b.k
+-- [lake] rows differ (found by hand while fixing the IN case above): DuckDB unifies decimal(38, 0) and
+-- decimal(20, 6) in greatest/least, UNION, CASE, COALESCE and lists as DECIMAL(38, 0), rounding the latter
+SELECT GREATEST(a.n38, a.n) FROM {fz_num} AS a
+SELECT a.n38 FROM {fz_num} AS a UNION ALL SELECT a.n FROM {fz_num} AS b

@@ -27,3 +27,25 @@ SELECT array_agg('12' ORDER BY '12') FROM {fz_arr} a
 SELECT string_agg(a.t, ',' ORDER BY 'É') FROM {fz_txt} a WHERE a.t IS NOT NULL AND a.id < 3
 -- sin() of an infinity is PostgreSQL's 22003
 SELECT sin(a.f8) FROM {fz_num} a
+-- interval::text on the lake is PostgreSQL's output (IntervalStyle postgres: mons, days, +/- fields)
+SELECT CAST(INTERVAL '1 year 2 mons 3 days' AS TEXT) FROM {fz_arr} AS a CROSS JOIN LATERAL UNNEST(a.ta) WITH ORDINALITY AS u(x, n)
+-- NULL / 0 is NULL (strict operators), not division by zero
+WITH c AS (SELECT a.k FROM {fz_num} AS a) SELECT CAST(CAST('"s"' AS JSONB) ->> 'a' AS DECIMAL) / c.k AS r0 FROM c
+-- interval::text on the lake is PostgreSQL's output (IntervalStyle postgres: mons, days, +/- fields)
+SELECT MODE() WITHIN GROUP (ORDER BY CAST(INTERVAL '1 MON' AS TEXT)) FROM {fz_txt} AS a
+-- integer::numeric took DECIMAL(38, 0), and IN against numeric(20, 6) rounded the column to whole numbers
+SELECT a.nu FROM {fz_num} AS a WHERE a.n IN (SELECT CAST(b.i8 AS DECIMAL) FROM {fz_num} AS b)
+-- integer << past the type's width wraps as PostgreSQL's C does (DuckDB raised an overflow)
+SELECT a.id, u.x << 7 FROM {fz_arr} AS a CROSS JOIN LATERAL UNNEST(a.ia) WITH ORDINALITY AS u(x, n)
+-- a shift count is taken modulo the operand's width (DuckDB: a negative count gave 0)
+SELECT -1 >> -2 FROM {fz_arr} AS a CROSS JOIN LATERAL UNNEST(a.ia) WITH ORDINALITY AS u(x, n)
+-- interval::text on the lake is PostgreSQL's output (IntervalStyle postgres: mons, days, +/- fields)
+SELECT CAST(a.iv AS TEXT) FROM {fz_time} AS a FULL JOIN {fz_txt} AS b ON a.id = b.k
+-- 1e3 is a numeric: its text is 1000 (DuckDB read a double: 1000.0)
+SELECT ARRAY_AGG(CAST(1e3 AS TEXT) ORDER BY 1e3 NULLS FIRST) FROM {fz_txt} AS a
+-- interval::text on the lake is PostgreSQL's output (IntervalStyle postgres: mons, days, +/- fields)
+SELECT CAST(a.iv AS TEXT) FROM {fz_time} AS a
+-- trunc/round of numeric(p, s) to more than s places has that scale
+SELECT SUM(TRUNC(a.n, 10)) FROM {fz_num} AS a
+-- trunc/round of numeric(p, s) to more than s places has that scale
+SELECT 'ß', TRUNC(a.n, 10) FROM {fz_num} AS a GROUP BY 1, 2
