@@ -15,6 +15,7 @@ turn):
   the ``char(n)`` side is text (its spaces dropped, as the result then is);
 * ``to_hex`` of a negative ``integer`` is its two's complement in 32 bits (DuckDB: 64), of a ``smallint``
   PostgreSQL's error (no such function);
+* ``split_part(s, d, 0)`` is PostgreSQL's error (22023) when it runs (DuckDB: '');
 * ``version()`` is refused: DuckDB's version is not that of the PostgreSQL the data comes from.
 """
 
@@ -333,7 +334,20 @@ def _regexp_matches(node: exp.Expr, types: Typer) -> exp.Expr | None:
     return call("unnest", rows)
 
 
+def _split_part(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``split_part(s, d, 0)`` is PostgreSQL's error when it runs (DuckDB answered '')."""
+    if not isinstance(node, exp.SplitPart):
+        return None
+    index = node.args.get("part_index")
+    if isinstance(index, exp.Literal) and index.is_int and int(index.this) != 0:
+        return None  # DuckDB's answer is PostgreSQL's (negative fields count from the end in both)
+    return call(
+        "pg_split_part", node.this, node.args["delimiter"], index if index is not None else exp.Null()
+    )
+
+
 RULES: list[Rule] = [
+    _split_part,
     _regexp_matches,
     _text_cast,
     _text_operands,

@@ -225,6 +225,23 @@ def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
         pairs = [(node.this, node.expression), (node.expression, node.this)]
     elif isinstance(node, exp.In):
         pairs = [(e, node.this) for e in node.expressions]
+    elif isinstance(
+        node, exp.Coalesce | exp.Greatest | exp.Least | exp.Nullif | exp.Lag | exp.Lead | exp.Case
+    ):
+        # one result type for all: a string beside a bytea is bytea input (DuckDB cast '\\x' to a blob and failed)
+        if isinstance(node, exp.Case):
+            values = [i.args["true"] for i in node.args.get("ifs") or []] + [node.args.get("default")]
+        elif isinstance(node, exp.Lag | exp.Lead):
+            values = [node.this, node.args.get("default")]
+        else:
+            values = (
+                [node.this, *node.expressions]
+                if not isinstance(node, exp.Nullif)
+                else [node.this, node.expression]
+            )
+        present = [v for v in values if isinstance(v, exp.Expr)]
+        typed = next((v for v in present if _is(types.of(v), "bytea")), None)
+        pairs = [(v, typed) for v in present] if typed is not None else []
     else:
         return None
     for literal, other in pairs:

@@ -102,12 +102,42 @@ def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
     inner = array.this if isinstance(array, exp.Paren) else array
     if isinstance(inner, exp.Query | exp.Subquery):
         return None
+    if isinstance(inner, exp.Literal) and inner.is_string:  # x = ANY('{1,2}'): an array of x's type
+        inner, literal_type = _quantified_literal(node, inner, types.of(node.this))
+        if name not in ("eq", "ne") and literal_type.elem.string:
+            raise refusal(
+                node, "an ordering comparison of text with ANY/ALL of an array literal (collations)"
+            )
+        return call(f"pg_{name}_{kind}", node.this, inner)
     typ = types.of(inner)
     if typ is None or not typ.dims:
         return None
     if name not in ("eq", "ne") and typ.name in ("text", "varchar", "bpchar", "unknown", "name"):
         return None
     return call(f"pg_{name}_{kind}", node.this, inner)
+
+
+#: DuckDB's element types of the arrays ``x <op> ANY('{...}')`` reads for each type of ``x``
+_LITERAL_ELEMENTS = {
+    "int2": "SMALLINT",
+    "int4": "INTEGER",
+    "int8": "BIGINT",
+    "text": "VARCHAR",
+    "varchar": "VARCHAR",
+}
+
+
+def _quantified_literal(node: exp.Expr, literal: exp.Literal, left: PgType | None) -> tuple[exp.Expr, PgType]:
+    """The string literal of ``x <op> ANY/ALL('{...}')`` as PostgreSQL reads it: an array of ``x``'s type."""
+    element = _LITERAL_ELEMENTS.get(left.name) if left is not None and not left.dims else None
+    if left is None or element is None:
+        raise refusal(
+            node,
+            f"ANY/ALL of the array literal {literal.this!r} here (the lake route reads one of integers or text)",
+        )
+    target = left.array(1)
+    to = exp.DataType.build(f"{element}[]", dialect="duckdb")
+    return array_literal(exp.Cast(this=literal.copy(), to=to), target), target
 
 
 _INFINITE_FIELDS = {"YEAR", "DECADE", "CENTURY", "MILLENNIUM", "EPOCH", "JULIAN", "ISOYEAR"}

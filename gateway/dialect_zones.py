@@ -172,6 +172,15 @@ def _timestamp_literals(node: exp.Expr, types: Typer) -> None:
 def _in_zone(node: exp.Expr, types: Typer) -> exp.Expr | None:
     _timestamp_literals(node, types)
     zone = types.zone
+    if isinstance(node, exp.AtTimeZone) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        # 'text' AT TIME ZONE z: PostgreSQL reads the literal as a timestamptz (DuckDB: no best candidate)
+        _fix_literal(node.this, True)
+        instant_ = (_as_instant(node.this, types, zone) if zone != UTC else None) or cast(
+            node.this.copy(), "TIMESTAMPTZ"
+        )
+        types.note(instant_, PgType("timestamptz"))
+        node.set("this", instant_)
+        return None
     if zone == UTC:
         if isinstance(node, exp.Cast) and _is_tz(types.of(node.this)) and node.to.is_type(exp.DType.TIME):
             return _time_of(node.this, zone)  # DuckDB has no timestamptz -> time cast

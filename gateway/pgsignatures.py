@@ -483,7 +483,7 @@ def _at_time_zone(node: exp.Expr, of: TypeOf) -> PgType | None:
         return None
     if arg.is_("timestamp"):
         return TIMESTAMPTZ
-    if arg.is_("timestamptz", "date"):
+    if arg.is_("timestamptz", "date", "unknown"):  # a string literal is read as a timestamptz
         return TIMESTAMP
     return None
 

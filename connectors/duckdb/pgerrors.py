@@ -112,6 +112,7 @@ _RULES: list[Rule] = [
         re.compile(r'invalid (date|timestamp) field format: "(.*?)"'),
         lambda m: _invalid_input(m.group(1), m.group(2)),
     ),
+    (re.compile(r"field position must not be zero"), lambda m: ("22023", m.group(0))),
     (re.compile(r"cannot extract elements from (?:an object|a scalar)"), lambda m: ("22023", m.group(0))),
     (re.compile(r"cannot cast jsonb \w+ to type \w+"), lambda m: ("22023", m.group(0))),
     (re.compile(r'".*" is out of range for type (?:double precision|real)'), lambda m: ("22003", m.group(0))),

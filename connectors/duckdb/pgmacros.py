@@ -56,6 +56,9 @@ MACROS = (
     "CREATE MACRO pg_type_scale(x) AS CASE WHEN starts_with(typeof(x), 'DECIMAL(') "
     "THEN CAST(regexp_extract(typeof(x), ',([0-9]+)\\)', 1) AS INTEGER) ELSE 0 END",
     "CREATE MACRO pg_same_scale(a, b) AS CASE WHEN a = b THEN a END",
+    # split_part: PostgreSQL refuses field 0 (DuckDB: ''); strict, so NULL arguments first
+    "CREATE MACRO pg_split_part(s, d, n) AS CASE WHEN s IS NULL OR d IS NULL OR n IS NULL THEN NULL "
+    "WHEN n = 0 THEN error('field position must not be zero') ELSE split_part(s, d, n) END",
     # << and >> as PostgreSQL's C computes them: the count taken modulo the promoted operand's width (32 bits for
     # smallint and integer, 64 for bigint: the machine's shift), the result wrapped to the type (no overflow error)
     "CREATE MACRO pg_wrap(x, bits) AS CASE WHEN ((x % (1::HUGEINT << bits)) + (1::HUGEINT << bits)) "

@@ -5,10 +5,6 @@
 SELECT ARRAY_REMOVE(ARRAY[2147483647], a.i8) AS r2 FROM {fz_num} AS a JOIN {fz_time} AS b ON a.k = b.id
 -- [lake] an error that is no refusal: 400 SQLSTATE none: DuckDB: Binder Error: column "n38" must appear in the GROUP BY clause or must be part of an aggregate function.
 SELECT INTERVAL '-2 HOURS', GREATEST(a.n38, a.i2) FROM {fz_num} AS a GROUP BY 1, 2
--- [lake] PostgreSQL raised SQLSTATE 2201G (operand, lower bound, and upper bound cannot be NaN), the gateway no SQLSTATE (DuckDB: Binder Error: UNNEST not supported here)
-SELECT a.b FROM {fz_num} AS a WHERE WIDTH_BUCKET(a.f8, 0, 100, 5) = ANY('{}')
--- [lake] PostgreSQL refused (field position must not be zero) but the gateway answered 200
-SELECT '00:00:00', a.u, MODE() WITHIN GROUP (ORDER BY SPLIT_PART(a.t, ',', 0)) FROM {fz_txt} AS a GROUP BY 1, 2
 -- [lake] rows differ: PostgreSQL [(('a', 'b', ' x'),), ((' x',),), ((' x',),), (('x', None, 'y z', ' x'),)] ... (10 rows) gateway [(('a', 'b', ' x  '),), ((' x  ',),), ((' x  ',),), (('x', 
 SELECT ARRAY_APPEND(a.ta, CAST(' x ' AS CHAR(4))) FROM {fz_arr} AS a
 -- [lake] an error that is no refusal: 400 SQLSTATE 22P02: DuckDB: invalid input syntax for type bytea (SQLSTATE 22P02)
@@ -27,8 +23,6 @@ SELECT LEAD(32767 + a.n, 2, 1e3) OVER (ORDER BY '2024-03-10', a.id) FROM {fz_num
 SELECT a.n AS r1 FROM {fz_num} AS a WHERE a.i2 = ANY(NULL) IN (SELECT b.b FROM {fz_num} AS b)
 -- [lake] PostgreSQL refused (cannot add infinite interval to time) but the gateway answered 200
 SELECT CAST('01:30:00' AS TIME) + AGE(a.ts, '1970-01-01') FROM {fz_time} AS a
--- [lake] an error that is no refusal: 400 SQLSTATE none: DuckDB: Binder Error: Could not choose a best candidate function for the function call "timezone(STRING_LITERAL, STRING_LITERAL)". I
-WITH c AS (SELECT a.ts AT TIME ZONE 'UTC' AS c1 FROM {fz_time} AS a) SELECT '2000-01-01 00:00:00' AT TIME ZONE 'UTC' AS r1 FROM c
 -- [lake] an error that is no refusal: 400 SQLSTATE 2201G: DuckDB: operand, lower bound, and upper bound cannot be NaN (SQLSTATE 2201G)
 SELECT WIDTH_BUCKET(a.f4, 0, 100, 5) % ARRAY_UPPER(CAST('{}' AS TEXT[]), 1) AS r0 FROM {fz_num} AS a LEFT JOIN {fz_time} AS b ON a.k = b.k
 -- [federated] types ['int4', '_int8', '_text'] != ['int4', '_int4', '_text']
@@ -39,3 +33,6 @@ SELECT CAST('00:00:00' AS TIME) + b.iv - AGE('-infinity', '2000-01-01 00:00:00')
 -- decimal(20, 6) in greatest/least, UNION, CASE, COALESCE and lists as DECIMAL(38, 0), rounding the latter
 SELECT GREATEST(a.n38, a.n) FROM {fz_num} AS a
 SELECT a.n38 FROM {fz_num} AS a UNION ALL SELECT a.n FROM {fz_num} AS b
+-- [lake] PostgreSQL raised SQLSTATE 2201G (operand, lower bound, and upper bound cannot be NaN), the gateway answered:
+-- DuckDB folds x = ANY(empty array) to false without evaluating x
+SELECT a.b FROM {fz_num} AS a WHERE WIDTH_BUCKET(a.f8, 0, 100, 5) = ANY('{}')

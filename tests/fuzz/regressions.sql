@@ -49,3 +49,12 @@ SELECT CAST(a.iv AS TEXT) FROM {fz_time} AS a
 SELECT SUM(TRUNC(a.n, 10)) FROM {fz_num} AS a
 -- trunc/round of numeric(p, s) to more than s places has that scale
 SELECT 'ß', TRUNC(a.n, 10) FROM {fz_num} AS a GROUP BY 1, 2
+-- split_part(s, d, 0) is PostgreSQL's 22023 when it runs (DuckDB answered '')
+SELECT '00:00:00', a.u, MODE() WITHIN GROUP (ORDER BY SPLIT_PART(a.t, ',', 0)) FROM {fz_txt} AS a GROUP BY 1, 2
+-- 'text' AT TIME ZONE z reads the literal as a timestamptz (DuckDB: no best candidate)
+WITH c AS (SELECT a.ts AT TIME ZONE 'UTC' AS c1 FROM {fz_time} AS a) SELECT '2000-01-01 00:00:00' AT TIME ZONE 'UTC' AS r1 FROM c
+-- a string beside a bytea in COALESCE/CASE/lag is bytea input ('\x' was a DuckDB conversion error)
+SELECT CAST('\x' AS BYTEA), COALESCE(a.by, '\x'), CASE WHEN a.id > 2 THEN a.by ELSE '\x00' END FROM {fz_txt} AS a
+-- x = ANY/ALL of a string literal: an array of x's type
+SELECT a.id FROM {fz_num} AS a WHERE a.i4 = ANY('{1,2,3}') OR a.i8 <> ALL('{1,NULL}')
+SELECT a.id FROM {fz_txt} AS a WHERE a.t = ANY('{hello,"Hello World"}')
