@@ -23,6 +23,49 @@ from lakegate.gateway.dialect_gaps import array_literal
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
+_DUCK_INTEGERS = {"int2": "SMALLINT", "int4": "INTEGER", "int8": "BIGINT"}
+
+
+def _array_widening(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """The arguments of array_append/prepend/remove/replace/cat in their common integer type (PostgreSQL's
+    anycompatible; DuckDB kept the array's narrower type), in place."""
+    if isinstance(node, exp.DPipe):  # array || element, element || array, array || array
+        sides = [types.of(node.this), types.of(node.expression)]
+        if any(t is None for t in sides) or not any(t.dims == 1 for t in sides if t is not None):
+            return None
+        elements = [(t.elem if t.dims else t).name for t in sides if t is not None]
+        if not all(e in _DUCK_INTEGERS for e in elements):
+            return None
+        widest = max(elements, key=list(_DUCK_INTEGERS).index)
+        result = PgType(widest).array()
+        types.note(node, result)
+    elif (
+        isinstance(node, exp.ArrayAppend | exp.ArrayPrepend | exp.ArrayRemove | exp.ArrayConcat)
+        or isinstance(node, exp.Anonymous)
+        and node.name.lower() == "array_replace"
+    ):
+        found = types.of(node)
+        if found is None or found.dims != 1 or found.elem.name not in _DUCK_INTEGERS:
+            return None
+        result = found
+    else:
+        return None
+    duck = _DUCK_INTEGERS[result.elem.name]
+    args: list[exp.Expr] = [
+        a for a in (node.args.get("this"), node.args.get("expression")) if isinstance(a, exp.Expr)
+    ]
+    args += list(node.expressions)
+    for arg in args:
+        typ = types.of(arg)
+        if typ is None or isinstance(arg, exp.Null):
+            continue
+        element = typ.elem if typ.dims else typ
+        if element.name in _DUCK_INTEGERS and element.name != result.elem.name:
+            widened = cast(arg.copy(), f"{duck}[]" if typ.dims else duck)
+            types.note(widened, result if typ.dims else result.elem)
+            arg.replace(widened)
+    return None
+
 
 def _array_concat(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
@@ -308,6 +351,7 @@ def _subscript(node: exp.Expr, types: Typer) -> exp.Expr | None:
 
 
 RULES: list[Rule] = [
+    _array_widening,
     _array_concat,
     _array_functions,
     _quantified,

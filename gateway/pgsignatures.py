@@ -156,6 +156,28 @@ def _array_arg(node: exp.Func, of: TypeOf) -> PgType | None:
     return None
 
 
+_INT_RANK = {"int2": 0, "int4": 1, "int8": 2}
+
+
+def _array_common(node: exp.Func, of: TypeOf) -> PgType | None:
+    """array_append/prepend/remove/replace/cat take anycompatible arguments: an integer array with a wider
+    integer (element or array) is an array of the wider type (``array_remove(int4[], int8)`` is ``int8[]``)."""
+    typ = _array_arg(node, of)
+    if typ is None or typ.dims != 1 or typ.elem.name not in _INT_RANK:
+        return typ
+    best = typ.elem
+    for arg in (node.this, node.expression, *node.expressions):
+        other = of(arg) if isinstance(arg, exp.Expr) else None
+        element = (other.elem if other.dims else other) if other is not None else None
+        if (
+            element is not None
+            and element.name in _INT_RANK
+            and _INT_RANK[element.name] > _INT_RANK[best.name]
+        ):
+            best = element
+    return typ if best is typ.elem else PgType(best.name).array()
+
+
 def _date_trunc(node: exp.Func, of: TypeOf) -> PgType | None:
     arg = of(node.this)
     if arg is None:
@@ -368,10 +390,10 @@ _BY_KEY: dict[str, Rule | PgType] = {
     "justifyinterval": INTERVAL,
     "explodinggenerateseries": _generate_series,
     "generateseries": _generate_series,
-    "arrayappend": _array_arg,
-    "arrayprepend": _array_arg,
-    "arrayconcat": _array_arg,
-    "arrayremove": _array_arg,
+    "arrayappend": _array_common,
+    "arrayprepend": _array_common,
+    "arrayconcat": _array_common,
+    "arrayremove": _array_common,
     "arrayreverse": _array_arg,
     "arraysort": _array_arg,
     "explode": _element_of_arg,
@@ -392,7 +414,7 @@ _BY_NAME: dict[str, Rule | PgType] = {
     "array_ndims": INT4,
     "array_dims": TEXT,
     "array_positions": PgType("int4", 1),
-    "array_replace": _array_arg,
+    "array_replace": _array_common,
     "quote_ident": TEXT,
     "to_char": TEXT,
     "to_date": DATE,

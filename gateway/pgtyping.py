@@ -521,7 +521,15 @@ def _integer(value: int) -> PgType:
     return INT4 if -(2**31) <= value < 2**31 else INT8 if -(2**63) <= value < 2**63 else NUMERIC
 
 
+_INTEGER_WIDTH = ("int2", "int4", "int8")
+
+
 def _concat(left: PgType | None, right: PgType | None) -> PgType | None:
+    if left is not None and right is not None and (left.dims == 1 or right.dims == 1):
+        # array || element and array || array take anycompatible: integers widen (int4[] || int8 is int8[])
+        names = [(x.elem if x.dims else x).name for x in (left, right)]
+        if all(n in _INTEGER_WIDTH for n in names) and len(set(names)) > 1:
+            return t(max(names, key=_INTEGER_WIDTH.index)).array()
     if left is not None and left.dims:
         return left
     if right is not None and right.dims:

@@ -58,3 +58,8 @@ SELECT CAST('\x' AS BYTEA), COALESCE(a.by, '\x'), CASE WHEN a.id > 2 THEN a.by E
 -- x = ANY/ALL of a string literal: an array of x's type
 SELECT a.id FROM {fz_num} AS a WHERE a.i4 = ANY('{1,2,3}') OR a.i8 <> ALL('{1,NULL}')
 SELECT a.id FROM {fz_txt} AS a WHERE a.t = ANY('{hello,"Hello World"}')
+-- array_append/prepend/remove/cat and || of integer arrays take the wider integer type (anycompatible)
+SELECT ARRAY_REMOVE(ARRAY[2147483647], a.i8) AS r2 FROM {fz_num} AS a JOIN {fz_time} AS b ON a.k = b.id
+SELECT a.ta, ARRAY_REMOVE(a.ia, 9223372036854775807) FROM {fz_arr} AS a GROUP BY 1, 2
+SELECT CASE WHEN NULL THEN a.k END, ARRAY_APPEND(a.ia[3:2], 9223372036854775807), STRING_TO_ARRAY('a%', ',') FROM {fz_arr} AS a INTERSECT SELECT CARDINALITY(ARRAY[1, NULL]), NULL, ARRAY['a', 'b'] FROM {fz_num} AS b
+SELECT ARRAY_APPEND(a.ia, a.id::int8), ARRAY_PREPEND(a.id::int2, a.ia), ARRAY_CAT(a.ia, ARRAY[1::int8]), a.ia || 5000000000, ARRAY[1::int2] || a.ia FROM {fz_arr} AS a
