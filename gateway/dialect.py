@@ -99,10 +99,12 @@ def rules() -> list[Rule]:
         dialect_scale,
         dialect_text,
         dialect_values,
+        dialect_widths,
         dialect_zones,
     )
 
     return [
+        *dialect_widths.RULES,
         *dialect_intervals.RULES,
         *dialect_floats.RULES,
         *dialect_bounds.RULES,

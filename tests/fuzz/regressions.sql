@@ -63,3 +63,8 @@ SELECT ARRAY_REMOVE(ARRAY[2147483647], a.i8) AS r2 FROM {fz_num} AS a JOIN {fz_t
 SELECT a.ta, ARRAY_REMOVE(a.ia, 9223372036854775807) FROM {fz_arr} AS a GROUP BY 1, 2
 SELECT CASE WHEN NULL THEN a.k END, ARRAY_APPEND(a.ia[3:2], 9223372036854775807), STRING_TO_ARRAY('a%', ',') FROM {fz_arr} AS a INTERSECT SELECT CARDINALITY(ARRAY[1, NULL]), NULL, ARRAY['a', 'b'] FROM {fz_num} AS b
 SELECT ARRAY_APPEND(a.ia, a.id::int8), ARRAY_PREPEND(a.id::int2, a.ia), ARRAY_CAT(a.ia, ARRAY[1::int8]), a.ia || 5000000000, ARRAY[1::int2] || a.ia FROM {fz_arr} AS a
+-- decimals whose common type needs more than 38 digits (DuckDB rounded the fractions away): a named 0A000
+SELECT GREATEST(a.n38, a.n) FROM {fz_num} AS a
+SELECT a.n38 FROM {fz_num} AS a UNION ALL SELECT b.n FROM {fz_num} AS b
+SELECT a.id FROM {fz_num} AS a WHERE a.n38 IN (SELECT b.n FROM {fz_num} AS b)
+SELECT ARRAY[a.n38, a.n], a.n38 IN (1.5, 2), COALESCE(a.n, 0), CASE WHEN a.b THEN a.n ELSE a.i8 END FROM {fz_num} AS a
