@@ -20,6 +20,7 @@ from sqlglot.dialects.dialect import apply_index_offset
 
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.dialect_gaps import array_literal
+from lakegate.gateway.dialect_text import trimmed
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
 
@@ -45,6 +46,10 @@ def _array_widening(node: exp.Expr, types: Typer) -> exp.Expr | None:
         and node.name.lower() == "array_replace"
     ):
         found = types.of(node)
+        if found is not None and found.dims == 1 and found.elem.is_("text", "varchar"):
+            if not isinstance(node, exp.ArrayPrepend):  # char(n) first: PostgreSQL's result is char(n)[]
+                _unpadded_elements(node, types)
+            return None
         if found is None or found.dims != 1 or found.elem.name not in _DUCK_INTEGERS:
             return None
         result = found
@@ -65,6 +70,18 @@ def _array_widening(node: exp.Expr, types: Typer) -> exp.Expr | None:
             types.note(widened, result if typ.dims else result.elem)
             arg.replace(widened)
     return None
+
+
+def _unpadded_elements(node: exp.Expr, types: Typer) -> None:
+    """A char(n) element put into a text array is text: without its padding (PostgreSQL's bpchar -> text)."""
+    for key in ("this", "expression"):
+        arg = node.args.get(key)
+        typ = types.of(arg) if isinstance(arg, exp.Expr) else None
+        if isinstance(arg, exp.Expr) and typ is not None and typ.bpchar and not typ.dims:
+            text = trimmed(arg.copy(), typ)
+            if text is not arg:
+                types.note(text, PgType("text"))
+                arg.replace(text)
 
 
 def _array_concat(node: exp.Expr, types: Typer) -> exp.Expr | None:

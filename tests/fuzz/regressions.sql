@@ -68,3 +68,8 @@ SELECT GREATEST(a.n38, a.n) FROM {fz_num} AS a
 SELECT a.n38 FROM {fz_num} AS a UNION ALL SELECT b.n FROM {fz_num} AS b
 SELECT a.id FROM {fz_num} AS a WHERE a.n38 IN (SELECT b.n FROM {fz_num} AS b)
 SELECT ARRAY[a.n38, a.n], a.n38 IN (1.5, 2), COALESCE(a.n, 0), CASE WHEN a.b THEN a.n ELSE a.i8 END FROM {fz_num} AS a
+-- a char(n) appended to (or removed from) a text array is text, without its padding
+SELECT ARRAY_APPEND(a.ta, CAST(' x ' AS CHAR(4))), ARRAY_REMOVE(a.ta, CAST('b ' AS CHAR(3))) FROM {fz_arr} AS a
+-- the display scale of a grouped greatest/coalesce/case of numerics is the group's (was a DuckDB binder error)
+SELECT INTERVAL '-2 HOURS', GREATEST(a.n38, a.i2) FROM {fz_num} AS a GROUP BY 1, 2
+SELECT a.k, GREATEST(a.n, a.i2), COALESCE(a.n, a.i4), count(*) FROM {fz_num} AS a GROUP BY 1, 2, 3
