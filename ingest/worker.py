@@ -98,7 +98,9 @@ class Worker:
         self.on_flush: Callable[[Flush], None] | None = None
         self.source: PostgresSource | None = None  #: while running, for status and tests
         self.committer: Committer | None = None
-        self.procs: tableprocs.TableProcesses | None = None  #: the writer processes, while streaming with them
+        self.procs: tableprocs.TableProcesses | None = (
+            None  #: the writer processes, while streaming with them
+        )
         self.upkeep: MaintenanceThread | None = None
         #: tables to copy again under a fresh snapshot on the next start of the stream (see ingest.ddl)
         self.recopy: set[TableRef] = set()
@@ -173,14 +175,23 @@ class Worker:
         self.source = source
         try:
             record = registry.read(self.catalog, self.src.name)
-            schemas = source.prepare(record)  # takes the lease first: nothing below runs beside another worker
+            schemas = source.prepare(
+                record
+            )  # takes the lease first: nothing below runs beside another worker
             self.leased.set()
             for ref, why in source.missing.items():
                 self._table_gone(ref, why)
             self._open_lake(schemas, source, record)
+            self._reconcile_shapes(source)
             self._snapshot(source)
-            registry.write(self.catalog, self.src.name, {ref: t.oid for ref, t in source.source_tables.items()})
-            for ref, table in self.lake.items():  # behind its change log: a crash, a first-version lake (issue 12)
+            registry.write(
+                self.catalog, self.src.name, {ref: t.oid for ref, t in source.source_tables.items()}
+            )
+            registry.write_shapes(self.catalog, self.src.name, source.shapes())
+            for (
+                ref,
+                table,
+            ) in self.lake.items():  # behind its change log: a crash, a first-version lake (issue 12)
                 if not self.status[ref].failed:
                     table.catch_up()
             checkpoints = {ref: self.lake[ref].checkpoint() for ref in self.lake}
@@ -224,13 +235,32 @@ class Worker:
                     self.recopy.add(ref)
             self.lake[ref] = table
 
+    def _reconcile_shapes(self, source: PostgresSource) -> None:
+        """Tables whose partitions or publication membership changed while the worker was not running (nothing of
+        it is in the stream, connectors/postgres/shapes.py) are copied again before they stream."""
+        recorded = registry.read_shapes(self.catalog, self.src.name)
+        if not recorded:
+            return
+        for ref, what in source.shape_changes(recorded).items():
+            table = self.lake.get(ref)
+            if table is None or table.checkpoint() is None or ref in self.recopy:
+                continue
+            log.warning(
+                "%s changed while the worker was not running: %s; it is copied again before it streams",
+                ref,
+                what,
+            )
+            self.recopy.add(ref)
+
     def _follow_rename(self, table: LakeTable, ref: TableRef, oid: int, record: dict[TableRef, int]) -> bool:
         """``replicate`` names a table the lake knows under its old name (same oid): rename the lake tables."""
         old = next((r for r, o in record.items() if o == oid and r != ref), None)
         if old is None or not LakeTable(self.catalog, TableSchema(old, ())).load():
             return False
         table.rename_from(old)
-        log.info("lake tables of %s renamed to %s, as the table is called in PostgreSQL (history kept)", old, ref)
+        log.info(
+            "lake tables of %s renamed to %s, as the table is called in PostgreSQL (history kept)", old, ref
+        )
         return table.load()
 
     def _table_gone(self, ref: TableRef, why: str) -> None:
@@ -258,7 +288,9 @@ class Worker:
         for ref, position, snapshot_ts, chunks in source.snapshot(need, create_slot=not slot_exists):
             progress = Progress(f"snapshot of {ref}")
             table = self.lake[ref]
-            if table.checkpoint() is not None:  # copied again: the lake takes the table's columns as they are now
+            if (
+                table.checkpoint() is not None
+            ):  # copied again: the lake takes the table's columns as they are now
                 table.evolve(source.tables[ref].schema)
             properties = {STORAGE: source.snapshot_storage[ref]}
             try:
@@ -285,7 +317,9 @@ class Worker:
     def _start_processes(self, source: PostgresSource) -> None:
         """Start the writer processes (ingest.tableprocs) when ``[ingest] processes`` asks for them."""
         tables = {
-            ref: t for ref, t in self.lake.items() if not self.status[ref].failed and ref in source.source_tables
+            ref: t
+            for ref, t in self.lake.items()
+            if not self.status[ref].failed and ref in source.source_tables
         }
         count = tableprocs.automatic(self.cfg.processes, len(tables))
         if count <= 1 or not tables:
@@ -331,7 +365,9 @@ class Worker:
     def _stream(self, source: PostgresSource) -> None:
         interval = self.cfg.commit_interval
         steady_gc()
-        committer = self.committer = Committer(lambda flush: self._write(flush, source), self._compact_due, source.wake)
+        committer = self.committer = Committer(
+            lambda flush: self._write(flush, source), self._compact_due, source.wake
+        )
         committer.start()
 
         def confirm() -> None:  # on the reading thread: the only one that talks to PostgreSQL
@@ -341,12 +377,19 @@ class Worker:
                 self._confirm(source, flush)
             # nothing being written, and no part of a transaction staged in the lake (issue 11.7): its end may
             # have arrived without rows, and only the flush that commits the staged parts may confirm it
+            if source.map.changed:  # partitions followed since: the next start compares with these
+                registry.write_shapes(self.catalog, self.src.name, source.shapes())
             if committer.in_flight == 0 and not self._any_staged():
                 idle = source.confirmable(source.idle_position())
                 if idle is not None:
                     source.acknowledge(idle)
-                    if time.monotonic() - self._cut_recorded[1] >= IDLE_CUT_INTERVAL:
-                        self._record_cut(idle)
+                # the cut follows what is confirmed even when nothing new arrives: a table copied again at the
+                # start sits above the last cut until the cut passes its copy (issue 29.4)
+                if (
+                    source.acked > self._cut_recorded[0]
+                    and time.monotonic() - self._cut_recorded[1] >= IDLE_CUT_INTERVAL
+                ):
+                    self._record_cut(source.acked)
 
         def writer_free() -> bool:
             return self.stopping.is_set() or not committer.busy()
@@ -386,6 +429,8 @@ class Worker:
                 if self.stopping.is_set():
                     for flush in committer.drain():
                         self._confirm(source, flush)
+                    if not self._any_staged():
+                        self._record_cut(source.acked)  # readers see all that is confirmed
                     log.info("stopped cleanly; confirmed up to %s", format_lsn(source.acked))
                     return
         finally:
@@ -460,14 +505,18 @@ class Worker:
                 for ref, segments in jobs:
                     self._write_table(ref, segments, flush, source)
             else:
-                futures = [_COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs]
+                futures = [
+                    _COMMITS.submit(self._write_table, ref, segments, flush, source) for ref, segments in jobs
+                ]
                 concurrent.futures.wait(futures)
                 for future in futures:
                     future.result()  # the first failure, once no commit of this flush is still running
             if flush.ack is not None and flush.ack > self._cut_recorded[0]:
                 # the cut moves in the transaction that makes the flush visible (see connectors.iceberg.cut), not
                 # after it is handed back: readers see the flush at once; _confirm then finds it recorded
-                cut_staged = cut.stage(self.catalog, self.src.name, {ref.schema for ref in self.lake}, flush.ack)
+                cut_staged = cut.stage(
+                    self.catalog, self.src.name, {ref.schema for ref in self.lake}, flush.ack
+                )
         if cut_staged and flush.ack is not None:
             self._cut_recorded = (flush.ack, time.monotonic())
         if self.procs is not None:
@@ -480,9 +529,13 @@ class Worker:
                 self._table_failed(ref, error)
         self.pace.wrote(len(jobs), time.perf_counter() - began)
 
-    def _write_table(self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource) -> None:
+    def _write_table(
+        self, ref: TableRef, segments: list[Segment], flush: Flush, source: PostgresSource
+    ) -> None:
         appended = functools.partial(self._appended, ref)
-        error = apply.write(self.lake[ref], segments, source, appended, flush.positions.get(ref), flush.open_lsn)
+        error = apply.write(
+            self.lake[ref], segments, source, appended, flush.positions.get(ref), flush.open_lsn
+        )
         if error is not None:
             source.fail_table(ref, segments[0].lsns[0])
             self._table_failed(ref, error)
@@ -493,7 +546,9 @@ class Worker:
         processes run their own, see ingest.tableprocs.)"""
         written, self._written_refs = self._written_refs, []
         if self.procs is None:
-            apply.compact_due(self.catalog, [t for ref in written if (t := self.lake.get(ref)) and t.compaction_due])
+            apply.compact_due(
+                self.catalog, [t for ref in written if (t := self.lake.get(ref)) and t.compaction_due]
+            )
 
     def _appended(self, ref: TableRef, rows: int) -> None:
         with self._counting:  # tables commit on several threads
@@ -531,6 +586,7 @@ def steady_gc() -> None:
 
 
 _FROZEN = False
+
 
 def install_signal_handlers(workers: list[Worker]) -> None:
     """First SIGTERM/SIGINT: every worker finishes its flush and stops. Second: stop at once."""

@@ -23,6 +23,8 @@ from lakegate.connectors.errors import LakeError
 log = logging.getLogger(__name__)
 
 PREFIX = "lakegate.tables."
+#: the shapes of a source's tables (connectors/postgres/shapes.py), by table oid, in each namespace's properties
+SHAPES = "lakegate.shapes."
 
 
 def read(catalog: Catalog, source: str) -> dict[TableRef, int] | None:
@@ -63,3 +65,43 @@ def write(catalog: Catalog, source: str, tables: dict[TableRef, int]) -> None:
                 catalog.update_namespace_properties(namespace, updates={key: value})
     except Exception as exc:  # whatever the catalog implementation raises
         raise LakeError(f"cannot record the tables of source {source!r} in the lake: {exc}") from exc
+
+
+def read_shapes(catalog: Catalog, source: str) -> dict[int, dict[str, object]]:
+    """The shapes recorded for ``source``'s tables, by table oid (empty: none recorded)."""
+    found: dict[int, dict[str, object]] = {}
+    try:
+        for ident in catalog.list_namespaces():
+            raw = catalog.load_namespace_properties(".".join(ident)).get(SHAPES + source)
+            if raw is not None:
+                found.update({int(oid): dict(shape) for oid, shape in json.loads(raw).items()})
+    except (ValueError, TypeError) as exc:
+        raise LakeError(
+            f"the lake's record of the table shapes of source {source!r} is damaged: {exc}"
+        ) from exc
+    except Exception as exc:  # whatever the catalog implementation raises
+        raise LakeError(
+            f"cannot read the lake's record of the table shapes of source {source!r}: {exc}"
+        ) from exc
+    return found
+
+
+def write_shapes(
+    catalog: Catalog, source: str, shapes: dict[TableRef, tuple[int, dict[str, object]]]
+) -> None:
+    """Record exactly ``shapes`` (lake name -> (oid, shape)) for ``source``, in the namespace of each table."""
+    key = SHAPES + source
+    wanted: dict[str, dict[str, dict[str, object]]] = {}
+    for ref, (oid, shape) in shapes.items():
+        wanted.setdefault(ref.schema, {})[str(oid)] = shape
+    try:
+        for ident in catalog.list_namespaces():
+            namespace = ".".join(ident)
+            props = catalog.load_namespace_properties(namespace)
+            value = json.dumps(wanted[namespace], sort_keys=True) if namespace in wanted else None
+            if value is None and key in props:
+                catalog.update_namespace_properties(namespace, removals={key})
+            elif value is not None and props.get(key) != value:
+                catalog.update_namespace_properties(namespace, updates={key: value})
+    except Exception as exc:  # whatever the catalog implementation raises
+        raise LakeError(f"cannot record the table shapes of source {source!r} in the lake: {exc}") from exc

@@ -28,6 +28,7 @@ from lakegate.connectors.changes import Position, TableRef, TableSchema, format_
 from lakegate.connectors.errors import ConnectionLost, SchemaChangeError, SourceConfigError
 from lakegate.connectors.postgres import duckcopy, handover, introspect, lease, pgoutput
 from lakegate.connectors.postgres import publication as publications
+from lakegate.connectors.postgres import shapes as shapes_mod
 from lakegate.connectors.postgres.connection import connect, translated
 from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
 from lakegate.connectors.postgres.pgoutput import UNCHANGED
@@ -187,6 +188,27 @@ class PostgresSource:
                 self.tables[ref] = _Table(ref, _key_index(schema), RowBuffer(ref, schema, codecs))  # type: ignore[arg-type]
                 self.map.add(ref, found.found[ref], self.tables[ref])
         return {ref: schema for ref, (schema, _) in mapped.items()}
+
+    def shapes(self) -> dict[TableRef, tuple[int, shapes_mod.Shape]]:
+        """(oid, shape) of each table followed (:mod:`.shapes`); clears the map's note that partitions changed."""
+        tables = {ref: s.oid for ref, s in self.map.sources.items() if ref not in self.map.dropped}
+        with translated("read the shapes of the replicated tables"):
+            found = shapes_mod.current(
+                self.sql, self.publication, tables, {ref: self.map.partitions(ref) for ref in tables}
+            )
+        self.map.changed = False
+        return found
+
+    def shape_changes(self, recorded: dict[int, shapes_mod.Shape]) -> dict[TableRef, str]:
+        """The tables whose shape differs from the one ``recorded`` (by oid) for them, and what changed."""
+        out = {}
+        with translated("compare the shapes of the replicated tables with the lake's record"):
+            for ref, (oid, shape) in self.shapes().items():
+                was = recorded.get(oid)
+                what = shapes_mod.changed(self.sql, was, shape) if was is not None else None
+                if what:
+                    out[ref] = what
+        return out
 
     @property
     def source_tables(self) -> dict[TableRef, SourceTable]:

@@ -43,6 +43,8 @@ class TableMap(Generic[T]):
         self.dropped: set[TableRef] = set()
         self._told: dict[TableRef, TableRef] = {}
         self.on_gone: Callable[[TableRef, str], None] | None = None
+        #: the partitions followed changed since the worker last recorded the tables' shapes
+        self.changed = False
 
     def add(self, ref: TableRef, source: SourceTable, entry: T) -> None:
         self.sources[ref], self.entries[ref] = source, entry
@@ -85,7 +87,12 @@ class TableMap(Generic[T]):
             if tree[oid]:
                 self._leaves[ref].add(oid)
         if new:
+            self.changed = True
             log.info("%s: following %d new partition(s)", ref, len(new))
+
+    def partitions(self, ref: TableRef) -> list[int]:
+        """The oids of the partitions (at every level) the lake follows for ``ref`` (empty: not partitioned)."""
+        return sorted(self._partitions.get(ref, ()))
 
     def truncated(self, relids: Iterable[int]) -> list[T]:
         """The entries a TRUNCATE empties. Truncating some partitions of a table means a copy."""

@@ -1,0 +1,116 @@
+"""What happens while the worker is not running is never missed (issue 29.1): partitions attached with rows,
+detached or dropped, and a table taken out of the publication and put back, between a stop and a start, leave the
+lake exact for every reader; a stop and start with nothing of the kind copies nothing.
+
+Each case: the worker streams, stops (gracefully), the source changes, the worker starts, and every reader of the
+lake is compared with the source row by row (tests/lakecheck.py)."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+import pytest
+
+from tests.lakecheck import assert_readers_equal_source
+from tests.lakehelp import make_settings, running_worker, wait_caught_up
+
+CHANGED = "changed while the worker was not running"
+
+
+def _messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+
+def _partitioned(pg: psycopg.Connection) -> None:
+    pg.execute(
+        "CREATE TABLE p (id int, region text, v text, PRIMARY KEY (id, region)) PARTITION BY LIST (region)"
+    )
+    pg.execute("CREATE TABLE p_eu PARTITION OF p FOR VALUES IN ('eu')")
+    pg.execute("CREATE TABLE p_us PARTITION OF p FOR VALUES IN ('us')")
+    pg.execute(
+        "INSERT INTO p SELECT g, (ARRAY['eu', 'us'])[g % 2 + 1], 'v' || g FROM generate_series(1, 400) g"
+    )
+
+
+def test_partitions_attached_and_detached_while_stopped(pg, pg_dsn, lake_dir, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lakegate")
+    _partitioned(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.p"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    # stopped: a table with rows attached in the transaction that also updates the table, another detached
+    pg.execute("CREATE TABLE p_af (LIKE p INCLUDING ALL)")
+    pg.execute("INSERT INTO p_af SELECT g, 'af', 'africa ' || g FROM generate_series(1001, 1050) g")
+    with pg.transaction():
+        pg.execute("ALTER TABLE p ATTACH PARTITION p_af FOR VALUES IN ('af')")
+        pg.execute("UPDATE p SET v = 'with the attach' WHERE id % 10 = 0")
+    pg.execute("ALTER TABLE p DETACH PARTITION p_us")
+    pg.execute("UPDATE p SET v = 'after the detach' WHERE id % 7 = 0")
+    with running_worker(settings):
+        wait_caught_up(pg, timeout=120)
+        pg.execute("UPDATE p SET v = 'streamed after the start' WHERE id % 9 = 0")
+        wait_caught_up(pg)
+    said = _messages(caplog, CHANGED)
+    assert len(said) == 1 and "attached" in said[0] and "detached" in said[0], said
+    assert len(_messages(caplog, "snapshot of public.p complete")) == 2  # the first copy and this one
+    assert_readers_equal_source(pg, settings, "public.p")
+
+
+def test_a_partition_created_while_stopped_is_followed_without_a_copy(pg, pg_dsn, lake_dir, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lakegate")
+    _partitioned(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.p"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    pg.execute("CREATE TABLE p_asia PARTITION OF p FOR VALUES IN ('asia')")  # its rows are all published
+    pg.execute("INSERT INTO p SELECT g, 'asia', 'asia ' || g FROM generate_series(2001, 2040) g")
+    with running_worker(settings):
+        wait_caught_up(pg, timeout=120)
+    with running_worker(
+        settings
+    ):  # the followed partition was recorded: the next start copies nothing either
+        wait_caught_up(pg)
+    assert _messages(caplog, CHANGED) == []
+    assert len(_messages(caplog, "snapshot of public.p complete")) == 1
+    assert_readers_equal_source(pg, settings, "public.p")
+
+
+def test_a_table_out_of_the_publication_for_a_while_is_copied_again(pg, pg_dsn, lake_dir, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lakegate")
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 300) g")
+    pg.execute("CREATE TABLE other (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO other VALUES (1, 'one')")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t", "public.other"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+    # stopped: out of the publication, changed (nothing of it is published), put back, changed again
+    pg.execute("ALTER PUBLICATION lakegate_pg DROP TABLE t")
+    pg.execute("UPDATE t SET v = 'unpublished' WHERE id % 3 = 0")
+    pg.execute("DELETE FROM t WHERE id % 11 = 0")
+    pg.execute("ALTER PUBLICATION lakegate_pg ADD TABLE t")
+    pg.execute("UPDATE t SET v = 'published again' WHERE id % 5 = 0")
+    pg.execute("UPDATE other SET v = 'uno'")
+    with running_worker(settings):
+        wait_caught_up(pg, timeout=120)
+    said = _messages(caplog, CHANGED)
+    assert len(said) == 1 and said[0].startswith("public.t ") and "publication" in said[0], said
+    assert_readers_equal_source(pg, settings, "public.t")
+    assert_readers_equal_source(pg, settings, "public.other")
+    assert len(_messages(caplog, "snapshot of public.other complete")) == 1  # the other table was not copied
+
+
+def test_a_stop_and_start_with_nothing_changed_copies_nothing(pg, pg_dsn, lake_dir, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lakegate")
+    _partitioned(pg)
+    settings = make_settings(pg_dsn, lake_dir, ["public.p"])
+    for round_ in range(3):
+        with running_worker(settings):
+            wait_caught_up(pg)
+        pg.execute(f"UPDATE p SET v = 'round {round_}' WHERE id % 4 = 0")  # plain changes while stopped
+    with running_worker(settings):
+        wait_caught_up(pg)
+    assert _messages(caplog, CHANGED) == []
+    assert len(_messages(caplog, "snapshot of public.p complete")) == 1
+    assert_readers_equal_source(pg, settings, "public.p")
