@@ -182,6 +182,12 @@ class Worker:
             for ref, why in source.missing.items():
                 self._table_gone(ref, why)
             self._open_lake(schemas, source, record)
+            for ref in source.recreated:
+                if ref in self.lake and self.lake[ref].checkpoint() is not None and ref not in self.recopy:
+                    log.warning(
+                        "%s was dropped and created again in PostgreSQL: the new table is copied", ref
+                    )
+                    self.recopy.add(ref)
             self._reconcile_shapes(source)
             self._snapshot(source)
             registry.write(

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.lakecheck import assert_readers_equal_source
-from tests.lakehelp import make_settings, running_worker, wait_caught_up
+from tests.lakehelp import lake_table, make_settings, running_worker, wait_caught_up, wait_for
 
 CHANGED = "changed while the worker was not running"
 
@@ -114,3 +114,48 @@ def test_a_stop_and_start_with_nothing_changed_copies_nothing(pg, pg_dsn, lake_d
     assert _messages(caplog, CHANGED) == []
     assert len(_messages(caplog, "snapshot of public.p complete")) == 1
     assert_readers_equal_source(pg, settings, "public.p")
+
+
+def _recreate(pg: psycopg.Connection, tag: str) -> None:
+    pg.execute("DROP TABLE r")
+    pg.execute("CREATE TABLE r (id int PRIMARY KEY, v text, extra int)")  # another table, one more column
+    pg.execute(f"INSERT INTO r SELECT g, '{tag} ' || g, g * 2 FROM generate_series(1, 120) g")
+
+
+@pytest.mark.parametrize("when", ["streaming", "stopped"])
+def test_a_table_dropped_and_created_again_is_copied_afresh(pg, pg_dsn, lake_dir, caplog, when) -> None:
+    caplog.set_level(logging.INFO, logger="lakegate")
+    pg.execute("CREATE TABLE r (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO r SELECT g, 'old ' || g FROM generate_series(1, 200) g")
+    pg.execute("CREATE TABLE other (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO other VALUES (1, 'one')")
+    settings = make_settings(pg_dsn, lake_dir, ["public.r", "public.other"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+        if when == "streaming":
+            _recreate(pg, "new")
+            pg.execute("UPDATE other SET v = 'uno'")
+            wait_for(
+                lambda: len(_messages(caplog, "snapshot of public.r complete")) == 2, 90, "the new r copied"
+            )
+            pg.execute("UPDATE r SET v = 'after the copy' WHERE id % 3 = 0")
+            wait_caught_up(pg, timeout=120)
+    if when == "stopped":
+        _recreate(pg, "new")
+        pg.execute("UPDATE other SET v = 'uno'")
+    with running_worker(settings):  # (again) after a stop: the record names the new table, nothing is refused
+        wait_caught_up(pg, timeout=120)
+        pg.execute("UPDATE r SET v = 'streamed' WHERE id % 4 = 0")
+        wait_caught_up(pg)
+    assert len(_messages(caplog, "snapshot of public.r complete")) == 2, _messages(caplog, "snapshot of")
+    assert len(_messages(caplog, "snapshot of public.other complete")) == 1
+    assert_readers_equal_source(pg, settings, "public.r")
+    assert_readers_equal_source(pg, settings, "public.other")
+    state = lake_table(settings, "public.r").current()
+    assert {"id", "v", "extra"} <= set(
+        state.column_names
+    )  # the new table's columns (the comparison is by common ones)
+    assert sorted(state.select(["id", "extra"]).to_pylist(), key=lambda r: r["id"])[:2] == [
+        {"id": 1, "extra": 2},
+        {"id": 2, "extra": 4},
+    ]

@@ -101,6 +101,8 @@ class PostgresSource:
         self.refs = list(tables)
         self.slot = slot
         self.publication = publication
+        #: tables dropped and created again under their name since the lake recorded them (copied afresh)
+        self.recreated: set[TableRef] = set()
         self.unbounded_numeric = unbounded_numeric
         self.name = name
         self.sql = connect(dsn, application_name="lakegate-ingest")
@@ -149,6 +151,7 @@ class PostgresSource:
             introspect.check_server(self.sql)
             found = introspect.check_tables(self.sql, self.refs, known)
             self.missing = found.missing
+            self.recreated = found.recreated
             mapped = {}
             for ref, table in found.found.items():
                 try:

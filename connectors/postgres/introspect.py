@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import difflib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -270,6 +270,8 @@ class Tables:
 
     found: dict[TableRef, SourceTable]
     missing: dict[TableRef, str]  #: table -> why it is missing (dropped, or renamed to what)
+    #: tables dropped and created again under their name since the lake recorded them: copied afresh
+    recreated: set[TableRef] = field(default_factory=set)
 
 
 def check_tables(
@@ -283,17 +285,22 @@ def check_tables(
     problems: list[str] = []
     found: dict[TableRef, SourceTable] = {}
     missing: dict[TableRef, str] = {}
+    recreated: set[TableRef] = set()
     for ref in refs:
         table = describe(conn, ref)
         oid = (known or {}).get(ref)
         if table is None and oid is not None:
             table = describe_oid(conn, oid)
         elif table is not None and oid is not None and table.oid != oid:
-            problems.append(
-                f"table {ref} is not the table the lake holds (oid {table.oid}, the lake's is {oid}: dropped and "
-                f"created again?); run 'lakegate maintain --resnapshot {ref}' to copy the new one"
-            )
-            continue
+            former = describe_oid(conn, oid)
+            if former is not None:  # the lake's table lives on under another name: which one is meant?
+                missing[ref] = (
+                    f"table {ref} is not the table the lake holds (oid {table.oid}; the lake's, oid {oid}, is "
+                    f"called {former.ref} now); put {former.ref} in 'replicate' to follow it, or run 'lakegate "
+                    f"maintain --resnapshot {ref}' with the worker stopped to copy the new {ref}"
+                )
+                continue
+            recreated.add(ref)  # dropped and created again: the new table is copied afresh
         if table is None:
             missing[ref] = f"table {ref} does not exist{_did_you_mean(conn, ref)}"
             continue
@@ -306,7 +313,7 @@ def check_tables(
         raise SourceConfigError("cannot replicate: " + "; ".join(problems + list(missing.values())))
     if not found:
         raise SourceConfigError("cannot replicate: " + "; ".join(missing.values()))
-    return Tables(found, missing)
+    return Tables(found, missing, {ref for ref in recreated if ref in found})
 
 
 def _problem(conn: psycopg.Connection, ref: TableRef, table: SourceTable) -> str | None:

@@ -127,6 +127,9 @@ class TableMap(Generic[T]):
         present = {int(oid): TableRef(schema, name) for oid, schema, name in rows}
         for oid, ref in oids.items():
             if oid not in present:
+                again = introspect.describe(self.conn, self.sources[ref].ref)
+                if again is not None and again.oid != oid:
+                    raise Resnapshot(ref, f"it was dropped and created again (oid {oid}, now {again.oid})")
                 self.dropped.add(ref)
                 log.error(
                     "table %s was dropped in PostgreSQL: the lake keeps it as it was (its last change is in); "
