@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pyarrow.compute as pc
 import pytest
@@ -115,18 +116,32 @@ def test_a_dropped_table_is_reported_and_the_others_keep_streaming(pg, pg_dsn, l
         ("CREATE VIEW odd AS SELECT 1 AS id", "is a view"),
     ],
 )
-def test_tables_replication_cannot_see_are_refused_at_start(pg, pg_dsn, lake_dir, setup, message) -> None:
+def test_tables_replication_cannot_see_stop_alone_at_start(pg, pg_dsn, lake_dir, setup, message) -> None:
+    """Each such table stops with its message in the worker's status; the other tables go on (issue 29.3), and
+    with none left the worker is refused at once, not retried."""
     pg.execute("CREATE TABLE fine (id int PRIMARY KEY)")
     pg.execute(setup)
     settings = make_settings(pg_dsn, lake_dir, ["public.fine", "public.odd"])
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        pg.execute("INSERT INTO fine SELECT generate_series(1, 50)")
+        wait_caught_up(pg)
+        failed = {str(ref): status.failed for ref, status in worker.status.items() if status.failed}
+    assert list(failed) == ["public.odd"] and re.search(message, failed["public.odd"]), failed
+    assert_readers_equal_source(pg, settings, "public.fine")
+    alone = make_settings(pg_dsn, lake_dir, ["public.odd"])
     with pytest.raises(SourceConfigError, match=message):
-        Worker(settings.lake, settings.sources[0], settings.ingest).run()  # refused, not retried
+        Worker(alone.lake, alone.sources[0], alone.ingest).run()  # nothing left to replicate: refused
 
 
-def test_a_temporary_table_is_refused_at_start(pg, pg_dsn, lake_dir) -> None:
+def test_a_temporary_table_stops_alone_at_start(pg, pg_dsn, lake_dir) -> None:
     pg.execute("CREATE TABLE fine (id int PRIMARY KEY)")
     pg.execute("CREATE TEMPORARY TABLE odd (id int PRIMARY KEY)")  # lives as long as this session
     (schema,) = pg.execute("SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()").fetchone()
     settings = make_settings(pg_dsn, lake_dir, ["public.fine", f"{schema}.odd"])
-    with pytest.raises(SourceConfigError, match=f"{schema}.odd is a temporary table"):
-        Worker(settings.lake, settings.sources[0], settings.ingest).run()  # refused, not retried
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        failed = {str(ref): status.failed for ref, status in worker.status.items() if status.failed}
+    assert (
+        list(failed) == [f"{schema}.odd"] and f"{schema}.odd is a temporary table" in failed[f"{schema}.odd"]
+    )

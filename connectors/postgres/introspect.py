@@ -277,12 +277,11 @@ class Tables:
 def check_tables(
     conn: psycopg.Connection, refs: Iterable[TableRef], known: dict[TableRef, int] | None = None
 ) -> Tables:
-    """Describe every replicated table; one error lists every table that cannot be replicated and why.
-
-    A table that no longer exists is not an error (the other tables go on): it is reported in ``missing``, or,
-    when ``known`` (the oids the lake recorded) shows that it was renamed, it is found under its new name (the
-    lake keeps following it by oid)."""
-    problems: list[str] = []
+    """Describe every replicated table. A table that cannot be replicated (unlogged, no key, a view, ...) or no
+    longer exists stops alone, reported in ``missing`` with why, and the other tables go on; only when none is
+    left is it an error, listing every table and why. A table no longer under its name is found under its new
+    one when ``known`` (the oids the lake recorded) shows that it was renamed (the lake keeps following it by
+    oid); one dropped and created again under its name is in ``recreated``."""
     found: dict[TableRef, SourceTable] = {}
     missing: dict[TableRef, str] = {}
     recreated: set[TableRef] = set()
@@ -305,12 +304,10 @@ def check_tables(
             missing[ref] = f"table {ref} does not exist{_did_you_mean(conn, ref)}"
             continue
         problem = _problem(conn, ref, table)
-        if problem:
-            problems.append(problem)
+        if problem:  # that table stops, the others go on (issue 29.3)
+            missing[ref] = problem
             continue
         found[ref] = table
-    if problems:
-        raise SourceConfigError("cannot replicate: " + "; ".join(problems + list(missing.values())))
     if not found:
         raise SourceConfigError("cannot replicate: " + "; ".join(missing.values()))
     return Tables(found, missing, {ref for ref in recreated if ref in found})
