@@ -8,13 +8,16 @@ resumes from the data the first one left.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import logging
+import os
 import shlex
 import socket
 import sys
 import sysconfig
 import threading
 from pathlib import Path
+from typing import IO
 
 import psycopg
 
@@ -63,7 +66,8 @@ def demo_settings(root: Path, dsn: str, port: int) -> Settings:
     return Settings(
         lake=LakeSettings(catalog_uri=f"sqlite:///{root / 'catalog.db'}", warehouse=str(root / "warehouse")),
         sources=[SourceSettings(name="pg", dsn=dsn, replicate=list(TABLES))],
-        ingest=IngestSettings(),
+        # 15 minutes of history at one commit a second: the examples travel 5 minutes back (sql/examples)
+        ingest=IngestSettings(snapshot_keep=900),
         gateway=GatewaySettings(host="127.0.0.1", port=port),
     )
 
@@ -96,12 +100,37 @@ def banner(settings: Settings, server: embedded.EmbeddedPostgres) -> str:
 def port_taken(port: int, host: str = "127.0.0.1") -> str | None:
     """Why ``port`` cannot be listened on (e.g. "Address already in use"), or None when it can."""
     with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        sock.setsockopt(
+            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+        )  # as uvicorn binds: TIME_WAIT is no obstacle
         try:
             sock.bind((host, port))
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
+
+
+def _lock(root: Path) -> IO[str] | None:
+    """An exclusive lock on ``root`` for this demo (None, said on stderr, when another demo holds it): a second
+    demo on the same directory would share the first one's PostgreSQL and stop it when it stops."""
+    handle = (root / "demo.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        print(
+            f"lakegate demo: another demo is running on {root} ({holder}); stop it first (Ctrl-C in its terminal), "
+            "or start this one on another directory with --dir",
+            file=sys.stderr,
+        )
+        return None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"process {os.getpid()}\n")
+    handle.flush()
+    return handle
 
 
 def run(directory: str, port: int, rate: float) -> int:
@@ -111,7 +140,9 @@ def run(directory: str, port: int, rate: float) -> int:
     from lakegate.workload import Workload
 
     taken = port_taken(port)
-    if taken is not None:  # said before anything starts (an embedded PostgreSQL takes seconds to start and stop)
+    if (
+        taken is not None
+    ):  # said before anything starts (an embedded PostgreSQL takes seconds to start and stop)
         free = next((p for p in range(port + 1, port + 50) if port_taken(p) is None), None)
         hint = f" (port {free} is free)" if free is not None else ""
         print(
@@ -122,6 +153,9 @@ def run(directory: str, port: int, rate: float) -> int:
         return 1
     root = Path(directory).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
+    lock = _lock(root)  # held until this process ends
+    if lock is None:
+        return 1
     log.info("starting the embedded PostgreSQL in %s", root / "pg")
     server = embedded.start(root / "pg")
     worker: Worker | None = None
@@ -131,7 +165,9 @@ def run(directory: str, port: int, rate: float) -> int:
         dsn = prepare_database(server)
         settings = demo_settings(root, dsn, port)
         # the gateway reads through the read-only role, the ingest through the tables' owner
-        readers = [dataclasses.replace(s, dsn=server.dsn(DATABASE, user=GATEWAY_ROLE)) for s in settings.sources]
+        readers = [
+            dataclasses.replace(s, dsn=server.dsn(DATABASE, user=GATEWAY_ROLE)) for s in settings.sources
+        ]
         worker = Worker(settings.lake, settings.sources[0], settings.ingest)
         worker_thread = threading.Thread(target=worker.run, name="lakegate-ingest", daemon=True)
         worker_thread.start()

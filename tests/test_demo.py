@@ -112,6 +112,15 @@ def test_demo_starts_streams_stops_cleanly_and_resumes(tmp_path: Path) -> None:
         else:
             raise AssertionError(f"the change did not reach the lake within 15 s: {seen!r}")
         before = _query(port, "SELECT count(*) AS n FROM lake.public.users")[0]["n"]
+        # a second demo on the same directory (what the busy-port message leads to) is refused, the first goes on
+        second = subprocess.run(
+            [sys.executable, "-m", "lakegate", "demo", "--dir", str(root), "--port", str(_free_port())],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert second.returncode == 1, second
+        assert f"another demo is running on {root.resolve()}" in second.stderr, second.stderr
+        assert "Traceback" not in second.stderr
+        assert _query(port, "SELECT count(*) AS n FROM lake.public.users")[0]["n"] >= before
     finally:
         demo.signal(signal.SIGINT)
         code = demo.wait(60)
