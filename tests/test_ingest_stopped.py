@@ -159,3 +159,29 @@ def test_a_table_dropped_and_created_again_is_copied_afresh(pg, pg_dsn, lake_dir
         {"id": 1, "extra": 2},
         {"id": 2, "extra": 4},
     ]
+
+
+def test_replica_identity_using_another_index_stops_only_that_table_and_says_so(pg, pg_dsn, lake_dir) -> None:
+    """The primary key stays; the stream identifies rows by another index from then on: the message says what
+    changed and how to put it back (issue 29.7), and the other table goes on (29.3)."""
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, a int NOT NULL UNIQUE, v text)")
+    pg.execute("INSERT INTO t SELECT g, g + 1000, 'v' FROM generate_series(1, 50) g")
+    pg.execute("CREATE TABLE other (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO other VALUES (1, 'one')")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t", "public.other"])
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        pg.execute("ALTER TABLE t REPLICA IDENTITY USING INDEX t_a_key")
+        pg.execute("UPDATE t SET v = 'after' WHERE id = 1")
+        wait_for(lambda: any(s.failed for s in worker.status.values()), 60, "public.t to stop")
+        pg.execute("UPDATE other SET v = 'uno'")
+        # the stopped table holds the slot back (its changes stay in PostgreSQL): wait for the other in the lake
+        wait_for(
+            lambda: lake_table(settings, "public.other").current().column("v").to_pylist() == ["uno"],
+            60,
+            "other",
+        )
+        failed = {str(ref): s.failed for ref, s in worker.status.items() if s.failed}
+    assert list(failed) == ["public.t"], failed
+    assert "REPLICA IDENTITY" in failed["public.t"] and "(id) to (a)" in failed["public.t"], failed
+    assert_readers_equal_source(pg, settings, "public.other")

@@ -35,9 +35,11 @@ def check_key(old: TableSchema, new: TableSchema, renames: dict[str, str]) -> No
     raise SchemaChangeError(
         str(new.table),
         (
-            f"the key of {new.table} changed from ({', '.join(old.key)}) to ({', '.join(new.key)}); "
-            f"the lake state is keyed by the old one. Stop the worker, run 'lakegate maintain --resnapshot "
-            f"{new.table}' and start it again"
+            f"the columns that identify a row of {new.table} in the stream changed from ({', '.join(old.key)}) to "
+            f"({', '.join(new.key)}): its primary key changed, or its REPLICA IDENTITY now names another index "
+            f"(ALTER TABLE ... REPLICA IDENTITY USING INDEX; the primary key may be unchanged). The lake state is "
+            f"keyed by the old columns: put the replica identity back (ALTER TABLE {new.table} REPLICA IDENTITY "
+            f"DEFAULT), or stop the worker, run 'lakegate maintain --resnapshot {new.table}' and start it again"
         ),
     )
 
