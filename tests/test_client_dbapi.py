@@ -385,7 +385,10 @@ def _sleeping(env: Env, seconds: int = 21) -> int:
 
 #: a client process, as a user's Python session is: it runs the query until Ctrl-C, then says what it caught
 CTRL_C_CLIENT = """
-import sys, lakegate
+import signal, sys, lakegate
+# as in a terminal session: a process started in the background by a shell without job control (a CI runner,
+# nohup ... &) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 conn = lakegate.connect(sys.argv[1], token=sys.argv[2])
 print("connected", flush=True)
 try:
@@ -418,6 +421,7 @@ def test_ctrl_c_cancels_the_query_on_the_server(env: Env) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.communicate()  # reaped, its pipes closed
     assert out.split() == ["connected", "interrupted", "answered"], (out, err)
     deadline = time.monotonic() + 10
     while _sleeping(env) and time.monotonic() < deadline:
