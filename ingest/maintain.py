@@ -10,6 +10,7 @@ lives (:mod:`lakegate.connectors.iceberg.statesync`); the background upkeep only
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
@@ -52,10 +53,14 @@ def maintain_table(
     expire: bool,
     compact_state: bool = False,
     tidy: bool | None = None,
+    thorough: bool = False,
 ) -> None:
     """``catch_up``: bring the state table up to its change log; ``compact``: the change log's small files, and
     with ``compact_state`` the state table's (files past their deleted fraction, delete files); ``expire``: the
-    snapshots past the rules; ``tidy`` (default: as ``expire``): the change log's retention and orphan files."""
+    snapshots past the rules; ``tidy`` (default: as ``expire``): the change log's retention and orphan files.
+    ``thorough`` (``lakegate maintain``, asked for by hand): the state table's small data files are merged
+    however few there are, and its delete files whenever there are two (the writer's own compactions wait for
+    ``compact_min_small_files`` and ``compact_max_delete_files``, so that each costs little)."""
     if tidy is None:
         tidy = expire
     if catch_up:
@@ -70,10 +75,13 @@ def maintain_table(
         )
     elif compact_state and table.state is not None:
         position = table.state_checkpoint()
+        thresholds = compaction_thresholds(cfg)
+        if thorough:
+            thresholds = dataclasses.replace(thresholds, min_small_files=2, max_delete_files=1)
         result = compaction.compact(
             statesync.state_of(table),
             stamp(position, **{"lakegate.maintenance": "compact"}),
-            compaction_thresholds(cfg),
+            thresholds,
             index=False,
         )
         log.info("%s: state table: %s", table.schema.table, result)
@@ -172,6 +180,7 @@ def run(
             compact=everything or args.compact,
             compact_state=everything or args.compact,
             expire=everything or args.expire_snapshots,
+            thorough=True,
         )
         print(f"{ref}: maintained")
     return 0

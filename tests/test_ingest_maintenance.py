@@ -43,7 +43,9 @@ def test_the_state_table_is_exact_as_soon_as_a_change_is_confirmed(
             table = lake_table(settings, "public.f")
             assert table.state_checkpoint() == table.checkpoint()
             plain = arrow_rows(table.state.scan().to_arrow(), ["id", "v"])
-            _assert_same(plain, sorted(pg.execute("SELECT id, v FROM f").fetchall(), key=repr), f"after step {i}")
+            _assert_same(
+                plain, sorted(pg.execute("SELECT id, v FROM f").fetchall(), key=repr), f"after step {i}"
+            )
     assert_lake_equals_source(pg, settings, "public.f")
 
 
@@ -105,6 +107,36 @@ def test_maintain_command_and_resnapshot(pg, pg_dsn, lake_dir, tmp_path, capsys)
     table = assert_lake_equals_source(pg, settings, "public.r")
     ops = table.changelog.scan().to_arrow()["_op"].to_pylist()
     assert set(ops) == {"r"} and len(ops) == 40, "a fresh copy: snapshot rows only"
+
+
+def _state_files(settings) -> tuple[int, int]:
+    """(data files, delete files) of public.r's state table now."""
+    state = lake_table(settings, "public.r").state
+    assert state is not None
+    tasks = list(state.scan().plan_files())
+    deletes = {d.file_path for t in tasks for d in t.delete_files}
+    return len(tasks), len(deletes)
+
+
+def test_maintain_compact_merges_every_small_file(pg, pg_dsn, lake_dir, tmp_path, capsys) -> None:
+    """A run of tiny commits leaves one small file each (fewer than the writer waits for): 'lakegate maintain
+    --compact' merges them all, deletes included (issue 29.5)."""
+    pg.execute("CREATE TABLE r (id int PRIMARY KEY, v int)")
+    pg.execute("INSERT INTO r SELECT g, g FROM generate_series(1, 20) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.r"], compact_every=0)
+    config = write_config(settings, tmp_path / "lakegate.toml")
+    with running_worker(settings):
+        wait_caught_up(pg)
+        for i in range(8):  # one commit each
+            pg.execute(f"INSERT INTO r VALUES ({100 + i}, {i})")
+            pg.execute(f"UPDATE r SET v = -1 WHERE id = {i + 1}")
+            wait_caught_up(pg)
+    data, deletes = _state_files(settings)
+    assert data >= 5 and deletes >= 2, (data, deletes)  # what there is to merge
+    assert cli_main(["maintain", "--config", str(config), "--compact"]) == 0
+    assert "public.r: maintained" in capsys.readouterr().out
+    assert _state_files(settings) == (1, 0)
+    assert_lake_equals_source(pg, settings, "public.r")
 
 
 def test_configuration_errors_exit_2_with_the_key_named(tmp_path, capsys) -> None:
