@@ -185,3 +185,40 @@ def test_replica_identity_using_another_index_stops_only_that_table_and_says_so(
     assert list(failed) == ["public.t"], failed
     assert "REPLICA IDENTITY" in failed["public.t"] and "(id) to (a)" in failed["public.t"], failed
     assert_readers_equal_source(pg, settings, "public.other")
+
+
+def _rows_at_the_cut(settings, name: str) -> list[tuple]:
+    """The state table as a reader at the source's consistent cut sees it (the gateway reads it so)."""
+    from lakegate.connectors.iceberg import catalog as lake_catalog
+    from lakegate.connectors.iceberg import cut
+
+    table = lake_table(settings, name)
+    assert table.state is not None
+    properties = lake_catalog.from_settings(settings.lake).load_namespace_properties("public")
+    at = cut.parse(properties).get("pg")
+    snapshot = cut.snapshot_at(table.state, at) if at is not None else None
+    if snapshot is None:
+        return []
+    rows = table.state.scan(snapshot_id=snapshot.snapshot_id, selected_fields=("id", "v")).to_arrow()
+    return sorted(zip(rows["id"].to_pylist(), rows["v"].to_pylist(), strict=True))
+
+
+def test_the_cut_reaches_a_copy_made_at_the_start_while_the_source_is_idle(pg, pg_dsn, lake_dir) -> None:
+    """Issue 29.4, as reported: a table left out of 'replicate', changed, and put back is copied at the start;
+    nothing else changes, so the slot has nothing new to stream, and the cut stayed below the copy (readers at the
+    cut, the gateway among them, kept the pre-copy rows)."""
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g")
+    pg.execute("CREATE TABLE other (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO other VALUES (1, 'one')")
+    both = make_settings(pg_dsn, lake_dir, ["public.t", "public.other"])
+    with running_worker(both):
+        wait_caught_up(pg)
+    with running_worker(make_settings(pg_dsn, lake_dir, ["public.other"])):
+        wait_caught_up(pg)
+        pg.execute("UPDATE t SET v = 'while out' WHERE id % 2 = 0")  # not published: t is out of 'replicate'
+        wait_caught_up(pg)
+    source = sorted(pg.execute("SELECT id, v FROM t").fetchall())
+    with running_worker(both):  # copies t at the start; then the source stays idle
+        wait_caught_up(pg, timeout=120)
+        wait_for(lambda: _rows_at_the_cut(both, "public.t") == source, 30, "the cut to reach the copy")
