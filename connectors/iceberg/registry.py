@@ -50,21 +50,25 @@ def read(catalog: Catalog, source: str) -> dict[TableRef, int] | None:
 
 def write(catalog: Catalog, source: str, tables: dict[TableRef, int]) -> None:
     """Record exactly ``tables`` for ``source`` (namespaces that no longer hold any lose the entry)."""
-    key = PREFIX + source
-    wanted: dict[str, dict[str, int]] = {}
+    wanted: dict[str, dict[str, object]] = {}
     for ref, oid in tables.items():
         wanted.setdefault(ref.schema, {})[ref.name] = oid
+    _record(catalog, PREFIX + source, wanted, f"the tables of source {source!r}")
+
+
+def _record(catalog: Catalog, key: str, wanted: dict[str, dict[str, object]], what: str) -> None:
+    """Namespace property ``key`` of each namespace: the JSON of ``wanted[namespace]``, or none."""
     try:
         for ident in catalog.list_namespaces():
             namespace = ".".join(ident)
             props = catalog.load_namespace_properties(namespace)
-            value = json.dumps(wanted.get(namespace), sort_keys=True) if namespace in wanted else None
+            value = json.dumps(wanted[namespace], sort_keys=True) if namespace in wanted else None
             if value is None and key in props:
                 catalog.update_namespace_properties(namespace, removals={key})
             elif value is not None and props.get(key) != value:
                 catalog.update_namespace_properties(namespace, updates={key: value})
     except Exception as exc:  # whatever the catalog implementation raises
-        raise LakeError(f"cannot record the tables of source {source!r} in the lake: {exc}") from exc
+        raise LakeError(f"cannot record {what} in the lake: {exc}") from exc
 
 
 def read_shapes(catalog: Catalog, source: str) -> dict[int, dict[str, object]]:
@@ -86,22 +90,9 @@ def read_shapes(catalog: Catalog, source: str) -> dict[int, dict[str, object]]:
     return found
 
 
-def write_shapes(
-    catalog: Catalog, source: str, shapes: dict[TableRef, tuple[int, dict[str, object]]]
-) -> None:
+def write_shapes(catalog: Catalog, source: str, shapes: dict[TableRef, tuple[int, dict[str, object]]]) -> None:
     """Record exactly ``shapes`` (lake name -> (oid, shape)) for ``source``, in the namespace of each table."""
-    key = SHAPES + source
-    wanted: dict[str, dict[str, dict[str, object]]] = {}
+    wanted: dict[str, dict[str, object]] = {}
     for ref, (oid, shape) in shapes.items():
         wanted.setdefault(ref.schema, {})[str(oid)] = shape
-    try:
-        for ident in catalog.list_namespaces():
-            namespace = ".".join(ident)
-            props = catalog.load_namespace_properties(namespace)
-            value = json.dumps(wanted[namespace], sort_keys=True) if namespace in wanted else None
-            if value is None and key in props:
-                catalog.update_namespace_properties(namespace, removals={key})
-            elif value is not None and props.get(key) != value:
-                catalog.update_namespace_properties(namespace, updates={key: value})
-    except Exception as exc:  # whatever the catalog implementation raises
-        raise LakeError(f"cannot record the table shapes of source {source!r} in the lake: {exc}") from exc
+    _record(catalog, SHAPES + source, wanted, f"the table shapes of source {source!r}")
