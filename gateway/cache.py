@@ -57,16 +57,11 @@ from lakegate.gateway.cache_store import CacheStore, Lease, same_table
 
 log = logging.getLogger("lakegate.gateway.cache")
 
-PG_MAX_BYTES = (
-    256 << 20
-)  #: PostgreSQL tables larger than this (or than a quarter of the budget) are read live
+PG_MAX_BYTES = 256 << 20  #: PostgreSQL tables larger than this (or than a quarter of the budget) are read live
 PG_BACKOFF = (30.0, 600.0)  #: a PostgreSQL table that keeps changing is not loaded again for 30 s, doubling
 PLANNED = 256  #: snapshots whose files are remembered (planning one reads its manifests)
-PG_KINDS = (
-    "r",
-    "p",
-    "m",
-)  #: tables, partitioned tables, materialized views (a view may call now() or random())
+PG_KINDS = ("r", "p", "m")  #: tables, partitioned tables, materialized views (a view may call now() or random())
+
 
 
 class LakeCache(CacheStore):
@@ -128,9 +123,7 @@ class LakeCache(CacheStore):
                 self.stats.misses += 1
             loading = any(v.ident == version.ident for v in self._pending)
             if not loading and self._refused.get(version, 0.0) <= now:
-                load = Load(
-                    version, str(table.metadata_location), estimate_bytes(table, snapshot), table=table
-                )
+                load = Load(version, str(table.metadata_location), estimate_bytes(table, snapshot), table=table)
                 self._pending[version] = load
                 self._put(load)
         return delta.sql if delta is not None else None
@@ -150,12 +143,7 @@ class LakeCache(CacheStore):
         try:
             now = self._files(table, snapshot)
         except Exception as exc:  # whatever reading manifests raises: read Parquet as without the cache
-            log.warning(
-                "lake cache: cannot plan %s snapshot %d: %s",
-                ".".join(table.name()),
-                snapshot.snapshot_id,
-                exc,
-            )
+            log.warning("lake cache: cannot plan %s snapshot %d: %s", ".".join(table.name()), snapshot.snapshot_id, exc)
             return None
         return cache_delta.delta_sql(entry.name, entry.base, now)
 
@@ -276,9 +264,7 @@ class LakeCache(CacheStore):
                 self._refuse(version, skipped=False)
             log.warning("lake cache: cannot load %s.%s: %s", *version.ident, exc)
             return
-        entry = Entry(
-            version, name, size if size > 0 else load.estimate, rows, self._clock(), generation, base=base
-        )
+        entry = Entry(version, name, size if size > 0 else load.estimate, rows, self._clock(), generation, base=base)
         entry.loaded = self._clock()
         self._admit(entry, time.monotonic() - started)
 
@@ -286,9 +272,7 @@ class LakeCache(CacheStore):
         """The data and delete files of the snapshot a load reads; LoadMismatch when its manifests cannot be read."""
         snapshot = load.table.snapshot_by_id(load.version.snapshot_id) if load.table is not None else None
         if load.table is None or snapshot is None:
-            raise LoadMismatch(
-                f"snapshot {load.version.snapshot_id} is not in the metadata the load was asked with"
-            )
+            raise LoadMismatch(f"snapshot {load.version.snapshot_id} is not in the metadata the load was asked with")
         try:
             return self._files(load.table, snapshot)
         except Exception as exc:  # whatever reading manifests raises (a file expired meanwhile, storage down)

@@ -144,9 +144,7 @@ def delta_sql(name: str, base: Base, now: Files) -> Delta | None:
             f"SELECT m.n, d.pos FROM read_parquet([{', '.join(literal(p) for p in sorted(hiding))}]) AS d "
             f"JOIN ({_values(numbers.items())}) AS m(path, n) ON d.file_path = m.path"
         )
-        rows = (
-            f"SELECT r.* FROM ({rows}) AS r ANTI JOIN ({hidden}) AS h ON r.{FILE} = h.n AND r.{POS} = h.pos"
-        )
+        rows = f"SELECT r.* FROM ({rows}) AS r ANTI JOIN ({hidden}) AS h ON r.{FILE} = h.n AND r.{POS} = h.pos"
     sql = f"(SELECT {columns} FROM ({rows}))"
     return Delta(sql, sum(now.data[p] for p in parquet), len(parquet) + len(hiding))
 

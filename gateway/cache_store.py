@@ -188,13 +188,9 @@ class CacheStore:
             self._retiring[entry.name] = entry
             current = self._current.get(version.ident, (0, version))[1]
             if current != version and not (entry.base is not None and same_table(current, version)):
-                self._put(
-                    entry
-                )  # superseded while loading (by another table or schema, or a PostgreSQL write)
+                self._put(entry)  # superseded while loading (by another table or schema, or a PostgreSQL write)
                 return
-            older = [
-                e for v, e in self._entries.items() if v.ident == version.ident and v != version and e.base
-            ]
+            older = [e for v, e in self._entries.items() if v.ident == version.ident and v != version and e.base]
             for old in older:  # the newer load replaces them
                 self._retire(old)
             if not self._make_room(0, recent=False):

@@ -217,9 +217,7 @@ def _is_column(qualifier: tuple[str, ...], name: str, ranges: pgcalls.Ranges, co
         relations = ranges.relations.get(qualifier[0])
         return bool(relations) and all(_has(r, name, ranges, columns, 0) for r in relations or ())
     return any(
-        len(r.parts) >= len(qualifier)
-        and r.parts[-len(qualifier) :] == qualifier
-        and _has(r, name, ranges, columns, 0)
+        len(r.parts) >= len(qualifier) and r.parts[-len(qualifier) :] == qualifier and _has(r, name, ranges, columns, 0)
         for relations in ranges.relations.values()
         for r in relations
     )

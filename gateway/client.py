@@ -113,9 +113,7 @@ class Connection:
         self.timeout = timeout
         self.max_rows = max_rows
         if time_zone is not None and not isinstance(time_zone, str):
-            raise InterfaceError(
-                f"time_zone must be a time zone name such as 'Europe/Paris', got {time_zone!r}"
-            )
+            raise InterfaceError(f"time_zone must be a time zone name such as 'Europe/Paris', got {time_zone!r}")
         #: the session time zone sent with every query (None: the server's [gateway] time_zone)
         self.time_zone = time_zone
         self.on_truncate = on_truncate

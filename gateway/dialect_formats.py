@@ -98,9 +98,7 @@ def _to_char(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return call("pg_to_char_number", cast(value, "VARCHAR"), pattern)  # exact: the value's own digits
     if source is not None and source.is_("float4", "float8") and PATTERN.fullmatch(pattern.this):
         single = exp.Boolean(this=source.is_("float4"))
-        return call(
-            "pg_to_char_float", cast(value, "VARCHAR"), pattern, single
-        )  # DuckDB's text reads back exactly
+        return call("pg_to_char_float", cast(value, "VARCHAR"), pattern, single)  # DuckDB's text reads back exactly
     if source is None or not source.is_("date", "timestamp", "timestamptz"):
         raise refusal(
             node,
@@ -229,9 +227,7 @@ def _to_date(node: exp.Expr, types: Typer) -> exp.Expr | None:
         ),
     )
     read: exp.Expr = (
-        cast(parsed, "DATE")
-        if name == "to_date"
-        else call("timezone", exp.Literal.string(types.zone), parsed)
+        cast(parsed, "DATE") if name == "to_date" else call("timezone", exp.Literal.string(types.zone), parsed)
     )
     return exp.Case(
         ifs=[

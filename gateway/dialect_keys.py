@@ -95,9 +95,7 @@ def rewrite(
 
 def _money_sum(parent: exp.Expr | None, use: exp.Expr, typ: PgType) -> bool:
     """``sum(money)``, as an aggregate, with a FILTER or over a window."""
-    return (
-        isinstance(parent, exp.Sum) and typ.is_("money") and use is parent.this and parent.parent is not None
-    )
+    return isinstance(parent, exp.Sum) and typ.is_("money") and use is parent.this and parent.parent is not None
 
 
 def key(node: exp.Expr, typ: PgType) -> exp.Expr:
@@ -144,9 +142,7 @@ def _canonical(text: str, typ: PgType, node: exp.Expr) -> str:
     except ValueError:
         value = None
     if value is None or value.version == 6 and _embeds_ipv4(int(value.ip)):
-        raise refusal(
-            node, f"the {typ.name} literal {text!r} (the lake route reads addresses written in full)"
-        )
+        raise refusal(node, f"the {typ.name} literal {text!r} (the lake route reads addresses written in full)")
     return str(value.ip) if value.network.prefixlen == value.max_prefixlen else str(value)  # an inet
 
 

@@ -83,9 +83,7 @@ def refuse_ambiguous_order(ast: exp.Expr, typer: Typer) -> None:
             name = fold(value.this)
             if len({key for out, key in names if out == name}) > 1:
                 line, column = position(value)  # type: ignore[arg-type]
-                raise BadRequest(
-                    f'ORDER BY "{name}" is ambiguous', line=line, column=column, sqlstate="42702"
-                )
+                raise BadRequest(f'ORDER BY "{name}" is ambiguous', line=line, column=column, sqlstate="42702")
 
 
 def _result_columns(select: exp.Select, typer: Typer) -> list[tuple[str, str]] | None:

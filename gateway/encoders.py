@@ -430,9 +430,7 @@ class ArrowEncoder(Encoder):
         if self._writer is not None and "error" not in meta:
             trailer = {f"lakegate.{key}": json.dumps(value) for key, value in meta.items()}
             # pa.nulls, not from_pylist: pyarrow 26 cannot build an empty list of an extension type (uuid[])
-            empty = pa.RecordBatch.from_arrays(
-                [pa.nulls(0, f.type) for f in self._schema], schema=self._schema
-            )
+            empty = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in self._schema], schema=self._schema)
             self._writer.write_batch(empty, custom_metadata=trailer)
             self._writer.close()
         return self._take()

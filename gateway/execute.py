@@ -132,9 +132,7 @@ class Execution:
         self.bytes = 0
         self.reason: str | None = None
         self.schema = pa.schema([])
-        self._cast = (
-            False  #: the stream's columns take the schema's types (timestamptz in the session's zone)
-        )
+        self._cast = False  #: the stream's columns take the schema's types (timestamptz in the session's zone)
         self._watchdog = watchdog
         self._handle = watchdog.watch(self.deadline, lambda: self.cancel(TIMEOUT))
         self._closed = False

@@ -152,7 +152,7 @@ class Guard:
         raise _forbidden(
             node,
             f"function {schema}.{name}() is not allowed: functions of other schemas than pg_catalog run only "
-            f'when listed schema-qualified in [gateway] allow_functions (e.g. "{schema}.{name}")',
+            f"when listed schema-qualified in [gateway] allow_functions (e.g. \"{schema}.{name}\")",
         )
 
     @staticmethod
@@ -212,8 +212,7 @@ def _check_operator(node: exp.Operator) -> None:
     schema, _, symbol = written.rpartition(".")
     if schema.strip().strip('"').lower() == "pg_catalog":
         raise _unsupported(
-            node,
-            f"OPERATOR({written}) is not supported: write the built-in operator {symbol} without OPERATOR()",
+            node, f"OPERATOR({written}) is not supported: write the built-in operator {symbol} without OPERATOR()"
         )
     raise _forbidden(node, f"OPERATOR({written}) is not allowed: only the built-in operators are")
 
@@ -266,10 +265,8 @@ def _in_expression(query: exp.Expression) -> bool:
     parent = query.parent
     while isinstance(parent, exp.Subquery) and not parent.args.get("alias"):
         parent = parent.parent
-    return (
-        parent is not None
-        and not isinstance(parent, _NOT_EXPRESSION)
-        and not (isinstance(parent, exp.Subquery) and parent.args.get("alias"))
+    return parent is not None and not isinstance(parent, _NOT_EXPRESSION) and not (
+        isinstance(parent, exp.Subquery) and parent.args.get("alias")
     )
 
 

@@ -114,9 +114,7 @@ class Admit:
             return
         headers = {k.lower(): v for k, v in scope.get("headers") or []}
         if scope.get("path") not in PUBLIC:
-            reason = unauthorized_reason(
-                headers.get(b"authorization", b"").decode("latin-1"), self.config.tokens
-            )
+            reason = unauthorized_reason(headers.get(b"authorization", b"").decode("latin-1"), self.config.tokens)
             if reason is not None:
                 await _refuse(scope, send, 401, "unauthorized", reason)
                 return
@@ -129,9 +127,7 @@ class Admit:
             async with asyncio.timeout(timeout):
                 body, rest = await _read_body(receive)
         except TimeoutError:
-            await _refuse(
-                scope, send, 408, "timeout", f"the request body did not arrive within {timeout:g} s"
-            )
+            await _refuse(scope, send, 408, "timeout", f"the request body did not arrive within {timeout:g} s")
             return
         except _TooLarge:
             await _refuse(scope, send, 413, "too_large", f"the request body is over {MAX_BODY_BYTES} bytes")

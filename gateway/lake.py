@@ -137,9 +137,7 @@ class Lake:
         assert isinstance(catalog, SqlCatalog)
         sql = self._compiled.get(name)
         if sql is None:
-            compiled = statement().compile(
-                dialect=catalog.engine.dialect, compile_kwargs={"literal_binds": True}
-            )
+            compiled = statement().compile(dialect=catalog.engine.dialect, compile_kwargs={"literal_binds": True})
             sql = self._compiled[name] = str(compiled)
         conn = catalog.engine.raw_connection()
         try:

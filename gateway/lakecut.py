@@ -50,9 +50,7 @@ def cuts(lake: Lake) -> dict[str, int]:
     return newest
 
 
-def travels(
-    entries: Sequence[LakeEntry], recorded: dict[str, int]
-) -> tuple[list[TimeTravel | None], str | None]:
+def travels(entries: Sequence[LakeEntry], recorded: dict[str, int]) -> tuple[list[TimeTravel | None], str | None]:
     """For each entry read without time travel, the version to read at its source's cut (None: the current
     one), and the ``source_lsn`` to report (``X/Y``, or ``name=X/Y,...`` for several sources; None without a
     cut)."""

@@ -32,9 +32,7 @@ def release_freed_memory() -> None:
     """Before DuckDB is imported (its allocator reads this once): hand freed address space back to the system,
     unless the environment says otherwise."""
     if "duckdb" in sys.modules:
-        log.warning(
-            "DuckDB is already loaded: its allocator keeps freed memory, which counts against the cap"
-        )
+        log.warning("DuckDB is already loaded: its allocator keeps freed memory, which counts against the cap")
         return
     os.environ.setdefault(*JEMALLOC)
 

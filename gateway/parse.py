@@ -71,11 +71,7 @@ def unicode_identifiers(tokens: list[Token]) -> list[Token]:
         ):
             escape, skip = "\\", 3
             after = tokens[i + 3 : i + 5]
-            if (
-                len(after) == 2
-                and after[0].text.upper() == "UESCAPE"
-                and after[1].token_type == TokenType.STRING
-            ):
+            if len(after) == 2 and after[0].text.upper() == "UESCAPE" and after[1].token_type == TokenType.STRING:
                 escape, skip = after[1].text, 5
             last = tokens[i + skip - 1]
             text = _decode_unicode(rest[1].text, escape)

@@ -92,9 +92,7 @@ def with_source_collations(
     for name, typ in types.items():
         of_source = source.get(name)
         if typ is not None and of_source is not None and typ.as_text == "" and of_source.labels is not None:
-            out[name] = typ = replace(
-                typ, as_text=EQUAL, labels=of_source.labels
-            )  # an enum: its source says so
+            out[name] = typ = replace(typ, as_text=EQUAL, labels=of_source.labels)  # an enum: its source says so
         if typ is not None and of_source is not None and of_source.collation is not None:
             nondeterministic = (of_source.lossy or "").startswith(NONDETERMINISTIC.split("{")[0])
             lossy = of_source.lossy if nondeterministic else None
@@ -194,7 +192,8 @@ class PgColumns:
             try:
                 rows = engine.fetch(COLUMNS, (schema, name))
                 found = {
-                    str(row[0]): _collated(scanner_type(str(row[1]), row[4]), row[2], row[3]) for row in rows
+                    str(row[0]): _collated(scanner_type(str(row[1]), row[4]), row[2], row[3])
+                    for row in rows
                 } or None
                 with self._lock:
                     self._failed.pop(source, None)

@@ -125,9 +125,7 @@ def _isolated(sql: str, op: bytes) -> tuple[Any, ...]:
     armed = deadline_mod.current()
     deadline = armed if armed is not None else time.monotonic() + DEFAULT_SECONDS
     try:
-        with (
-            deadline_mod.shielded()
-        ):  # waiting on a pipe: no interruption inside, the deadline is ours to keep
+        with deadline_mod.shielded():  # waiting on a pipe: no interruption inside, the deadline is ours to keep
             try:
                 return isolate.POOL.run(op, sql, deadline, heavy=heavy(sql))
             except isolate.Timeout:

@@ -89,9 +89,7 @@ class PlanCache:
         if self.size <= 0 or len(sql) > MAX_SQL or not routed.literal_travel or weight > self.max_bytes:
             return
         key = (sql, max_rows, zone)
-        kept = dataclasses.replace(
-            statement, ast=None
-        )  # the AST (~100 bytes per character of SQL) is done with
+        kept = dataclasses.replace(statement, ast=None)  # the AST (~100 bytes per character of SQL) is done with
         with self._lock:
             self.bytes += weight - self._weights.get(key, 0)
             self._entries[key] = Cached(kept, routed, fingerprint)
@@ -109,9 +107,4 @@ class PlanCache:
 
     def figures(self) -> dict[str, int]:
         with self._lock:
-            return {
-                "entries": len(self._entries),
-                "bytes": self.bytes,
-                "hits": self.hits,
-                "misses": self.misses,
-            }
+            return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}

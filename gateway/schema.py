@@ -100,9 +100,7 @@ def pg_tables(
 
 
 def schema_listing(catalog: Catalog) -> dict[str, Any]:
-    sources: list[dict[str, Any]] = [
-        {"name": catalog.lake_name, "kind": LAKE, "tables": lake_tables(catalog)}
-    ]
+    sources: list[dict[str, Any]] = [{"name": catalog.lake_name, "kind": LAKE, "tables": lake_tables(catalog)}]
     for source in catalog.postgres:
         try:
             sources.append({"name": source, "kind": "postgres", "tables": pg_tables(catalog, source)})

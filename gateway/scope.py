@@ -91,10 +91,7 @@ def _walk(ast: exp.Expression) -> Iterator[tuple[exp.Table, str]]:
 
 
 def _enter_with(
-    with_: exp.With,
-    outer: dict[str, str],
-    stack: list[tuple[exp.Expression, dict[str, str]]],
-    self_ok: set[int],
+    with_: exp.With, outer: dict[str, str], stack: list[tuple[exp.Expression, dict[str, str]]], self_ok: set[int]
 ) -> dict[str, str]:
     """Push the CTE bodies with their scopes; return the scope of the query the WITH belongs to."""
     recursive = bool(with_.args.get("recursive"))
@@ -130,9 +127,7 @@ def _classify(table: exp.Table, scope: dict[str, str], self_ok: set[int]) -> str
     name = table.this
     if name is None:
         if table.args.get("rows_from"):
-            raise _unsupported(
-                table, "ROWS FROM (...) is not supported; call the row generator in FROM directly"
-            )
+            raise _unsupported(table, "ROWS FROM (...) is not supported; call the row generator in FROM directly")
         raise _unsupported(table, "this table reference has no name")
     if table.args.get("db") is not None or table.args.get("catalog") is not None:
         return ""

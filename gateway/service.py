@@ -268,13 +268,7 @@ class Gateway:
             return str(source) if source in self.postgres else None
 
         pgcheck.check(
-            sql,
-            ast,
-            zone,
-            lambda table: self.catalog.resolve(table, listing),
-            lake_source,
-            self.postgres,
-            deadline,
+            sql, ast, zone, lambda table: self.catalog.resolve(table, listing), lake_source, self.postgres, deadline
         )
 
     def _check_calls(

@@ -143,9 +143,7 @@ def _backfill(
     lsn = batch.data[LSN][0].as_py()
     checkpoint = table.checkpoint()
     if checkpoint is not None and checkpoint.lsn >= lsn:
-        raise Resnapshot(
-            ref, "a column was added in the middle of a transaction the lake already holds part of"
-        )
+        raise Resnapshot(ref, "a column was added in the middle of a transaction the lake already holds part of")
     if lsn in (open_lsn, table.staged_lsn):
         raise Resnapshot(
             ref,

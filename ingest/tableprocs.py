@@ -90,9 +90,7 @@ def cores() -> int:
 def usable(catalog: object) -> bool:
     """Writer processes need the SQL catalog's one-transaction swap (:mod:`.flushcatalog`): with other
     catalogs each table commits on its own, and a process could not leave its commits to the worker."""
-    return isinstance(catalog, flushcatalog.FlushCatalog) and bool(
-        catalog.engine.dialect.supports_sane_rowcount
-    )
+    return isinstance(catalog, flushcatalog.FlushCatalog) and bool(catalog.engine.dialect.supports_sane_rowcount)
 
 
 @dataclass
@@ -362,12 +360,8 @@ class _Share:
             table.catch_up()  # nothing to do after the worker's own; reads the key index now, not in a flush
             try:  # and what the first write derives, so that the first round is not slower than the rest
                 table.warm()
-            except (
-                Exception
-            ) as exc:  # only a head start: the first write meets the same trouble, and reports it
-                log.warning(
-                    "%s: could not prepare its first write ahead (%s); the write prepares itself", ref, exc
-                )
+            except Exception as exc:  # only a head start: the first write meets the same trouble, and reports it
+                log.warning("%s: could not prepare its first write ahead (%s); the write prepares itself", ref, exc)
             self.tables[ref] = table
         self._written: list[TableRef] = []
         #: a write's swap is not known to have landed: nothing else may commit (it would build on staged versions)
@@ -379,10 +373,7 @@ class _Share:
         )
 
     def write(
-        self,
-        share: list[tuple[TableRef, list[Segment]]],
-        positions: dict[TableRef, Position],
-        open_lsn: int | None,
+        self, share: list[tuple[TableRef, list[Segment]]], positions: dict[TableRef, Position], open_lsn: int | None
     ) -> tuple[list[Swap], dict[TableRef, Outcome]]:
         outcomes: dict[TableRef, Outcome] = {}
         with self.catalog.staging() as swaps:

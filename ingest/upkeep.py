@@ -140,13 +140,7 @@ class MaintenanceThread(threading.Thread):
         failure.next_try = time.monotonic() + wait
         level = logging.ERROR if failure.attempts == 1 else logging.WARNING
         log.log(
-            level,
-            "%s of %s failed (attempt %d): %s; retrying in %.0fs",
-            what,
-            ref,
-            failure.attempts,
-            message,
-            wait,
+            level, "%s of %s failed (attempt %d): %s; retrying in %.0fs", what, ref, failure.attempts, message, wait
         )
         if failure.attempts == 1:
             self._mark(ref)

@@ -46,9 +46,7 @@ from lakegate.ingest.maintain import cut_of
 
 log = logging.getLogger("lakegate.maintain")
 
-BATCH = (
-    64  #: appends to a table between two of its upkeeps (``changelog_compact_every``; plus up to half again)
-)
+BATCH = 64  #: appends to a table between two of its upkeeps (``changelog_compact_every``; plus up to half again)
 #: every this many upkeeps of a table, its change log's small files are compacted from the lake (the files the
 #: upkeeps wrote from kept rows among them), not only the latest appends: one small file per upkeep would pile up
 MERGE_EVERY = 8

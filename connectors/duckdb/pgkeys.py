@@ -55,16 +55,9 @@ def timetz_parts(text: str) -> tuple[int, int] | None:
     if match is None:
         return None
     hour, minute, second, fraction, sign, zh, zm, zs = match.groups()
-    micros = ((int(hour) * 60 + int(minute)) * 60 + int(second or 0)) * 10**6 + int(
-        (fraction or "").ljust(6, "0")
-    )
+    micros = ((int(hour) * 60 + int(minute)) * 60 + int(second or 0)) * 10**6 + int((fraction or "").ljust(6, "0"))
     offset = (int(zh) * 60 + int(zm or 0)) * 60 + int(zs or 0)
-    if (
-        micros > 24 * 3600 * 10**6
-        or int(minute) > 59
-        or int(second or 0) > 59
-        or offset > 15 * 3600 + 59 * 60
-    ):
+    if micros > 24 * 3600 * 10**6 or int(minute) > 59 or int(second or 0) > 59 or offset > 15 * 3600 + 59 * 60:
         return None
     return micros, -offset if sign == "-" else offset
 

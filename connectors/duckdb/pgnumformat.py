@@ -126,8 +126,7 @@ def _udf(values: pa.Array, patterns: pa.Array) -> pa.Array:
 def _float_udf(values: pa.Array, patterns: pa.Array, single: pa.Array) -> pa.Array:
     rows = zip(values.to_pylist(), patterns.to_pylist(), single.to_pylist(), strict=True)
     return pa.array(
-        [None if v is None or p is None else float_to_char(v, p, bool(s)) for v, p, s in rows],
-        type=pa.string(),
+        [None if v is None or p is None else float_to_char(v, p, bool(s)) for v, p, s in rows], type=pa.string()
     )
 
 

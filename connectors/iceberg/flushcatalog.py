@@ -119,10 +119,7 @@ _PROPERTY_DROP = delete(IcebergNamespaceProperties).where(
     IcebergNamespaceProperties.property_key == bindparam("k"),
 )
 _PROPERTY_ADD = insert(IcebergNamespaceProperties).values(
-    catalog_name=bindparam("c"),
-    namespace=bindparam("ns"),
-    property_key=bindparam("k"),
-    property_value=bindparam("v"),
+    catalog_name=bindparam("c"), namespace=bindparam("ns"), property_key=bindparam("k"), property_value=bindparam("v")
 )  #: a namespace property set as pyiceberg's ``update_namespace_properties`` does (no portable upsert)
 _GATES_GUARD = threading.Lock()
 
@@ -154,9 +151,7 @@ class _Flush:
     staged: dict[tuple[str, str], _Staged] = field(default_factory=dict)
     tables: list[Table] = field(default_factory=list)  #: the Table objects that hold staged metadata
     old_metadata: list[tuple[FileIO, TableMetadata, TableMetadata]] = field(default_factory=list)
-    properties: dict[tuple[str, str], str] = field(
-        default_factory=dict
-    )  #: (namespace, key) -> value, set with it
+    properties: dict[tuple[str, str], str] = field(default_factory=dict)  #: (namespace, key) -> value, set with it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -310,9 +305,7 @@ class FlushCatalog(SqlCatalog):
     def _conflict(self, staged: _Flush) -> CommitConflict:
         """The error for a flush whose swap found a table moved (the first such table, read after the rollback)."""
         now = self._pointers()
-        chained = {
-            after for _, _, after in staged.swaps
-        }  #: a later swap of a table starts at an earlier's end
+        chained = {after for _, _, after in staged.swaps}  #: a later swap of a table starts at an earlier's end
         for (namespace, name), before, _ in staged.swaps:
             if now.get((namespace, name)) != before and before not in chained:
                 break

@@ -213,9 +213,7 @@ def delete_unused(io: Any, paths: Iterable[str]) -> int:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            log.warning(
-                "could not delete %s (no snapshot uses it; orphan removal tries again later): %s", path, exc
-            )
+            log.warning("could not delete %s (no snapshot uses it; orphan removal tries again later): %s", path, exc)
     return deleted
 
 
@@ -223,10 +221,7 @@ def _one_line(table: Table, gone: list[Any], remaining: list[Any]) -> bool:
     """Whether the snapshots expired and those kept (sorted by sequence number) are one line of history, each the
     parent of the next, the expired ones first, with no branch or tag but ``main`` (at the newest)."""
     line = sorted(gone, key=lambda s: s.sequence_number or 0) + remaining
-    if any(
-        later.parent_snapshot_id != earlier.snapshot_id
-        for earlier, later in zip(line, line[1:], strict=False)
-    ):
+    if any(later.parent_snapshot_id != earlier.snapshot_id for earlier, later in zip(line, line[1:], strict=False)):
         return False
     refs = table.metadata.refs
     return set(refs) <= {"main"} and all(ref.snapshot_id == line[-1].snapshot_id for ref in refs.values())
@@ -245,9 +240,7 @@ def _commit_expiry(table: Table, victims: set[int]) -> set[int]:
             if current is not None:
                 victims.discard(current.snapshot_id)
             if attempt == 4:
-                raise CommitConflict(
-                    f"expiring snapshots of {'.'.join(table.name())} conflicted: {exc}"
-                ) from exc
+                raise CommitConflict(f"expiring snapshots of {'.'.join(table.name())} conflicted: {exc}") from exc
             if not victims:
                 return victims
     return victims
@@ -292,9 +285,7 @@ def run(
         if do_compact:
             try:
                 result = compact(table)
-            except (
-                CommitConflict
-            ) as exc:  # lost to the writer: on a busy table it may every time, expire anyway
+            except CommitConflict as exc:  # lost to the writer: on a busy table it may every time, expire anyway
                 lost = exc
         if do_expire:
             expired = expire(table, expiry, keep_at_most=keep_at_most, cut=cut)

@@ -69,9 +69,7 @@ def remove_orphans(table: Table, older_than: timedelta, *, every: float = 0.0) -
         ) from exc
     cutoff = time.time() - older_than.total_seconds()
     if not any(_iceberg_file(f) and f.mtime is not None and f.mtime.timestamp() < cutoff for f in listed):
-        _drop_stale_markers(
-            fs, table, older_than
-        )  # nothing is old enough to go: what the table uses is not read
+        _drop_stale_markers(fs, table, older_than)  # nothing is old enough to go: what the table uses is not read
         return []
     unreferenced = _unreferenced(table, listed, older_than)
     other = _other_table(fs, table, [f for f in unreferenced if f.path.endswith(".metadata.json")])

@@ -89,9 +89,7 @@ class Transaction(PyIcebergTransaction):
                     carried = {k: found[k] for k in (PROP_LSN, PROP_SEQ) if k in found}
                     break
             for producer in self._snapshot_producers:
-                kept = {
-                    k: v for k, v in producer.snapshot_properties.items() if k not in (PROP_LSN, PROP_SEQ)
-                }
+                kept = {k: v for k, v in producer.snapshot_properties.items() if k not in (PROP_LSN, PROP_SEQ)}
                 producer.snapshot_properties = {**kept, **carried}
         super()._rebuild_snapshot_updates()
 
@@ -183,11 +181,7 @@ class RowDelta(_SnapshotProducer["RowDelta"]):
         a fraction of pyiceberg's CPU; a compaction writes an entry for each file it removes) for a v2 table's
         unpartitioned default spec, which is what lakegate writes; None otherwise (pyiceberg's writers)."""
         metadata = self._transaction.table_metadata
-        if (
-            metadata.format_version != 2
-            or spec.spec_id != metadata.default_spec_id
-            or not spec.is_unpartitioned()
-        ):
+        if metadata.format_version != 2 or spec.spec_id != metadata.default_spec_id or not spec.is_unpartitioned():
             return None
         target = manifestfiles.Target(self._io, self.new_manifest_output().location)
         return manifestfiles.ManifestWriter(content, metadata, target, self._snapshot_id)

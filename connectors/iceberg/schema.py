@@ -183,6 +183,4 @@ def plan_evolution(
     for col in source.columns:
         if col.source_id is not None:
             attnums[col.name] = col.source_id
-    return Evolution(
-        tuple(add), tuple(widen), tuple(renames), tuple(replaced), tuple(sorted(attnums.items()))
-    )
+    return Evolution(tuple(add), tuple(widen), tuple(renames), tuple(replaced), tuple(sorted(attnums.items())))

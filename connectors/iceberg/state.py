@@ -265,9 +265,7 @@ class StateTable:
         at the staged rows, so that a later part finds them; :meth:`commit` commits the staged files with the
         transaction's last part (see connectors.iceberg.staging)."""
         plan = self._plan(changes)
-        if (
-            self.staged is None or plan.truncated
-        ):  # a truncate: what the transaction wrote before it is gone too
+        if self.staged is None or plan.truncated:  # a truncate: what the transaction wrote before it is gone too
             if self.staged is not None:
                 staging.delete_files(self.table, self.staged.release())
             self.staged = staging.StagedState(truncated=plan.truncated or False)
@@ -288,9 +286,7 @@ class StateTable:
             self.index.delete(plan.gone_keys)
             self.locate(plan.live_keys, added)
         except BaseException:
-            staging.delete_files(
-                self.table, self.discard_staged()
-            )  # never committed: nothing references them
+            staging.delete_files(self.table, self.discard_staged())  # never committed: nothing references them
             raise
 
     def _plan(self, changes: pa.Table) -> _Plan:

@@ -69,9 +69,7 @@ def mark(state: StateTable) -> None:
         txn.set_properties({FORMAT_PROPERTY: POSITION_DELETES})
 
 
-def follow(
-    table: LakeTable, state: StateTable, changes: pa.Table, before: Position, position: Position
-) -> int:
+def follow(table: LakeTable, state: StateTable, changes: pa.Table, before: Position, position: Position) -> int:
     """After the change log committed ``changes`` (covering ``before`` < change <= ``position``), commit them to the
     state table too. When the state table is not at ``before`` (a crash between the two commits of an earlier
     flush, a first-version lake, a concurrent catch-up), the tail it lacks is committed instead. Returns the
@@ -143,9 +141,7 @@ class Follower:
         self.follows = 0
         self.compact_at = self.limits.every  #: the follow count at which the state table is compacted next
         self.backoff = 0  #: follows to wait after a failed compaction (doubles while it fails)
-        self.due: Position | None = (
-            None  #: a compaction ``follow(compact_now=False)`` left for :meth:`compact_due`
-        )
+        self.due: Position | None = None  #: a compaction ``follow(compact_now=False)`` left for :meth:`compact_due`
 
     def state(self, table: LakeTable) -> StateTable:
         if self._state is None or self._state.table is not table.state:  # a state table loaded again
@@ -171,9 +167,7 @@ class Follower:
         per flush); without ``compact_now`` the compaction is left due, for :meth:`compact_due`."""
         state = self.state(table)
         every = self.limits.every
-        if (
-            self.follows == 0 and every > 0
-        ):  # tables created together must not all compact at one flush: spread
+        if self.follows == 0 and every > 0:  # tables created together must not all compact at one flush: spread
             self.compact_at += zlib.crc32(state.name.encode()) % every
         follow(table, state, changes, before, position)
         self.follows += 1
@@ -209,8 +203,5 @@ class Follower:
             self.compact_at = self.follows + self.backoff
             state.invalidate()
             log.error(
-                "%s: compacting the state table failed (%s); trying again in %d commits",
-                state.name,
-                exc,
-                self.backoff,
+                "%s: compacting the state table failed (%s); trying again in %d commits", state.name, exc, self.backoff
             )

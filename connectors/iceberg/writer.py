@@ -120,9 +120,7 @@ class ChangelogTail:
         if snapshot is None:
             self.restart(changelog)
             return
-        on_tail = (
-            self.head is not None and snapshot.parent_snapshot_id == self.head and schema_id == self.schema_id
-        )
+        on_tail = self.head is not None and snapshot.parent_snapshot_id == self.head and schema_id == self.schema_id
         if not (whole and on_tail):
             self.files, self.parts = [], []
             self.schema_id = schema_id

@@ -277,7 +277,7 @@ def refusal(ext: Extensions, fp: Footprint, carriers: Carriers) -> tuple[str, bo
             return (
                 f"function {name}() is not run: the database has its own {quote_ident(schema.name)}.{name}, "
                 f"not an extension's, which the call could reach, and the gateway does not run the database's own "
-                f'functions; call the built-in as pg_catalog.{name}(...), or list "{schema.name}.{name}" in '
+                f"functions; call the built-in as pg_catalog.{name}(...), or list \"{schema.name}.{name}\" in "
                 "[gateway] allow_functions and call it schema-qualified",
                 True,
             )
@@ -325,7 +325,6 @@ def _unsafe_use(schema: ExtensionSchema, fp: Footprint, carriers: Carriers) -> s
 
 #: operators PostgreSQL applies without their symbol in the text (IN, BETWEEN, USING, CASE, NULLIF ...)
 _IMPLICIT = frozenset({"=", "<>", "<", ">", "<=", ">="})
-
 
 def _roles(writers: tuple[str, ...]) -> str:
     shown = ", ".join(writers[:5]) + (f" and {len(writers) - 5} more" if len(writers) > 5 else "")

@@ -48,9 +48,7 @@ def _info(conn: psycopg.Connection, name: str) -> tuple | None:
     ).fetchone()
 
 
-def sync(
-    conn: psycopg.Connection, name: str, tables: Sequence[SourceTable], *, default_name: bool
-) -> Publication:
+def sync(conn: psycopg.Connection, name: str, tables: Sequence[SourceTable], *, default_name: bool) -> Publication:
     """Create the publication, keep a managed one exact, or check one lakegate does not manage."""
     try:
         info = _info(conn, name)
@@ -61,9 +59,7 @@ def sync(
         oid, all_tables, *actions, via_root, generated, owned, comment = info
         managed = bool(owned) and (comment == MANAGED or (default_name and not all_tables))
         if managed:
-            _keep_exact(
-                conn, name, oid, tables, dict(zip(ACTIONS, actions, strict=True)), via_root, generated
-            )
+            _keep_exact(conn, name, oid, tables, dict(zip(ACTIONS, actions, strict=True)), via_root, generated)
             info = _info(conn, name)
             assert info is not None
             oid, all_tables, *actions, via_root, generated, owned, comment = info
@@ -96,9 +92,7 @@ def _options(conn: psycopg.Connection) -> sql.Composable:
 def _create(conn: psycopg.Connection, name: str, tables: Sequence[SourceTable]) -> None:
     pub = sql.Identifier(name)
     table_list = sql.SQL(", ").join(sql.Identifier(t.ref.schema, t.ref.name) for t in tables)
-    conn.execute(
-        sql.SQL("CREATE PUBLICATION {} FOR TABLE {} WITH ({})").format(pub, table_list, _options(conn))
-    )
+    conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {} WITH ({})").format(pub, table_list, _options(conn)))
     conn.execute(sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(pub, sql.Literal(MANAGED)))
     log.info("created publication %s for %d table(s)", name, len(tables))
 
@@ -279,7 +273,9 @@ def _published_columns(
 
 
 #: a table and its partitions
-_FAMILY = "SELECT %s::int8 UNION SELECT relid::int8 FROM pg_catalog.pg_partition_tree(%s::oid::regclass)"
+_FAMILY = (
+    "SELECT %s::int8 UNION SELECT relid::int8 FROM pg_catalog.pg_partition_tree(%s::oid::regclass)"
+)
 
 
 __all__ = ["Publication", "fit", "sync"]

@@ -21,7 +21,6 @@ class Engine(Protocol):
 
     def role(self) -> tuple[str, list[str]]: ...
 
-
 #: Predefined roles that reach the server's files, programs, settings or other sessions, or write everywhere.
 PRIVILEGED_ROLES = (
     "pg_read_server_files",
@@ -93,9 +92,7 @@ def check(sources: Sequence[SourceSettings], engines: Mapping[str, Engine]) -> l
         try:
             role, problems = engine.role()
         except QueryError as exc:
-            log.warning(
-                "cannot check the role of source %s now (%s); each new session will be", source.name, exc
-            )
+            log.warning("cannot check the role of source %s now (%s); each new session will be", source.name, exc)
             role, problems = "", []
         finally:
             engine.readers_only = not source.allow_privileged_role  # from now on, every new session

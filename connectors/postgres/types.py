@@ -504,9 +504,7 @@ def _used_types(catalog: TypeCatalog, oid: int) -> set[PgType]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _from_recipe(
-    types: tuple[PgType, ...], oid: int, typmod: int, ndims: int, unbounded_numeric: str
-) -> Codec:
+def _from_recipe(types: tuple[PgType, ...], oid: int, typmod: int, ndims: int, unbounded_numeric: str) -> Codec:
     """A pickled codec made again (once per recipe and process)."""
     rows = {t.oid: t for t in types}
     catalog = TypeCatalog(lambda oids: [dataclasses.astuple(rows[o]) for o in oids if o in rows])
