@@ -222,3 +222,28 @@ def test_the_cut_reaches_a_copy_made_at_the_start_while_the_source_is_idle(pg, p
     with running_worker(both):  # copies t at the start; then the source stays idle
         wait_caught_up(pg, timeout=120)
         wait_for(lambda: _rows_at_the_cut(both, "public.t") == source, 30, "the cut to reach the copy")
+
+
+def test_replica_identity_nothing_while_streaming_stops_only_that_table(pg, pg_dsn, lake_dir) -> None:
+    """Issue 29.3, mid-stream: updates and deletes of the table can no longer be captured; it stops with a
+    message saying so and the other table goes on."""
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO t SELECT g, 'v' FROM generate_series(1, 20) g")
+    pg.execute("CREATE TABLE other (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO other VALUES (1, 'one')")
+    settings = make_settings(pg_dsn, lake_dir, ["public.t", "public.other"])
+    with running_worker(settings) as worker:
+        wait_caught_up(pg)
+        pg.execute("ALTER TABLE t REPLICA IDENTITY NOTHING")
+        pg.execute("INSERT INTO t VALUES (21, 'after')")  # PostgreSQL itself now refuses UPDATE and DELETE
+        wait_for(lambda: any(s.failed for s in worker.status.values()), 60, "public.t to stop")
+        pg.execute("UPDATE other SET v = 'uno'")
+        wait_for(
+            lambda: lake_table(settings, "public.other").current().column("v").to_pylist() == ["uno"],
+            60,
+            "other",
+        )
+        failed = {str(ref): s.failed for ref, s in worker.status.items() if s.failed}
+    assert list(failed) == ["public.t"], failed
+    assert "REPLICA IDENTITY" in failed["public.t"], failed
+    assert_readers_equal_source(pg, settings, "public.other")
