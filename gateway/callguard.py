@@ -154,6 +154,8 @@ class CallGuard:
     def _callable(self, call: Call) -> bool:
         if call.name in functions.NEVER:
             return False
+        if call.name == "current_setting" and call.schema in ("", "pg_catalog"):
+            return functions.readable_setting(call.setting)
         if not call.schema or call.schema == "pg_catalog":
             return self.allowed(call.name)
         return f"{call.schema}.{call.name}" in self.qualified

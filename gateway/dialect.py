@@ -17,6 +17,11 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
 * :mod:`~lakegate.gateway.dialect_gaps`: ``bytea`` length/hex, ``timestamp + time``, ``time - time``, numeric
   products in 38 digits;
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
+* :mod:`~lakegate.gateway.dialect_rows`: whole-row references (``count(t.*)``; first: DuckDB reads them as
+  structs);
+* :mod:`~lakegate.gateway.dialect_lazy`: arguments evaluated only where PostgreSQL evaluates them (an
+  aggregate's under its FILTER, ``first_value``/``lag``/... at the picked row; last);
+* :mod:`~lakegate.gateway.dialect_session`: ``current_setting('TimeZone')``, ``current_schema()``;
 * :mod:`~lakegate.gateway.dialect_zones`: the session time zone (first: it rewrites casts other rules leave);
 * :mod:`~lakegate.gateway.dialect_scale`: unconstrained numerics held as their text are read as decimals where
   their value is used (before every other rule but the next), and result numerics print with PostgreSQL's display
@@ -93,10 +98,13 @@ def rules() -> list[Rule]:
         dialect_jsonbuild,
         dialect_jsonedit,
         dialect_jsontext,
+        dialect_lazy,
         dialect_numbers,
         dialect_opaque,
         dialect_patterns,
+        dialect_rows,
         dialect_scale,
+        dialect_session,
         dialect_text,
         dialect_values,
         dialect_widths,
@@ -104,6 +112,7 @@ def rules() -> list[Rule]:
     )
 
     return [
+        *dialect_rows.RULES,
         *dialect_widths.RULES,
         *dialect_intervals.RULES,
         *dialect_floats.RULES,
@@ -112,6 +121,7 @@ def rules() -> list[Rule]:
         *dialect_opaque.RULES,
         *dialect_jsontext.FIRST,
         *dialect_collation.RULES,
+        *dialect_session.RULES,
         *dialect_zones.RULES,
         *dialect_formats.RULES,
         *dialect_numbers.RULES,
@@ -125,6 +135,7 @@ def rules() -> list[Rule]:
         *dialect_jsonbuild.RULES,
         *dialect_jsonedit.RULES,
         *dialect_patterns.RULES,
+        *dialect_lazy.RULES,
     ]
 
 

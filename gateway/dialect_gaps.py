@@ -22,6 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from lakegate.connectors.duckdb import pgbytea
+from lakegate.gateway import dialect_widths
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.dialect_scale import TEXT_SCALE, text_of
 from lakegate.gateway.errors import QueryFailed
@@ -168,25 +169,44 @@ def array_literal(node: exp.Cast, target: PgType) -> exp.Expr:
 
 def _lag_default(node: exp.Expr, types: Typer) -> exp.Expr | None:
     """lag/lead(x, n, default): DuckDB casts the default to x's type (``lead(i4, 1, 0.50)`` gives 1), where
-    PostgreSQL takes their common type. Taken: a default of x's type, a string literal, an integer or a numeric
-    literal whose digits x's decimal holds for a numeric x (its scale then shown per value); else refused."""
+    PostgreSQL takes their common type. Taken: a default of x's type, a string literal, an integer, or a numeric
+    literal for a numeric x (one whose digits x's decimal does not hold is computed as a CASE by
+    :mod:`.dialect_lazy`, in the decimal that holds both); else refused."""
     default = node.args.get("default") if isinstance(node, exp.Lag | exp.Lead) else None
     if default is None or isinstance(default, exp.Null):
         return None
     value_type, default_type = types.of(node.this), types.of(default)
+    if default_outgrows(node, types) is not None:
+        return None
     if default_type is not None and (default_type == value_type or default_type.is_("unknown")):
         return None
-    if value_type is not None and value_type.numeric and default_type is not None:
-        room = (
-            value_type.scale if value_type.scale is not None else TEXT_SCALE if text_of(node.this) else None
-        )
-        if default_type.integer or room is not None and _literal_scale(default) in range(room + 1):
-            return None
+    if value_type is not None and value_type.numeric and default_type is not None and default_type.integer:
+        return None
     name = "lag" if isinstance(node, exp.Lag) else "lead"
     what = default_type.typname if default_type is not None else "unknown type"
     raise refusal(
         node, f"{name}() with a default of another type ({what}) than its value's (DuckDB casts it)"
     )
+
+
+def default_outgrows(node: exp.Expr, types: Typer) -> bool | None:
+    """For lag/lead of a numeric with a numeric literal default: whether the default has more fraction digits
+    than the value's decimal holds (DuckDB would round it to that scale); None for any other call."""
+    default = node.args.get("default") if isinstance(node, exp.Lag | exp.Lead) else None
+    value_type = types.of(node.this)
+    if default is None or value_type is None or not value_type.numeric or _literal_scale(default) < 0:
+        return None
+    shape = dialect_widths.shape(node.this, types)  # DuckDB's decimal of the value, where known
+    room = (
+        shape[1]
+        if shape is not None
+        else value_type.scale
+        if value_type.scale is not None
+        else TEXT_SCALE
+        if text_of(node.this)
+        else None
+    )
+    return room is None or _literal_scale(default) > room
 
 
 def _literal_scale(value: exp.Expr) -> int:
@@ -246,7 +266,9 @@ def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     for literal, other in pairs:
         if isinstance(literal, exp.Literal) and literal.is_string and _is(types.of(other), "bytea"):
-            literal.replace(_blob(literal.this))
+            blob = _blob(literal.this)
+            types.note(blob, types.of(other))
+            literal.replace(blob)
     return None
 
 

@@ -218,11 +218,13 @@ def _shown(value: exp.Expr, types: Typer, select: exp.Select) -> exp.Expr:
     if isinstance(value, exp.Anonymous) and value.name == "pg_zero_check":
         check, inner = value.expressions
         return call("pg_zero_check", check.copy(), _shown(inner, types, select))
-    scale = _scale(value, types, _grouped(select), False)
     picks = isinstance(value, exp.Greatest | exp.Least | exp.Coalesce | exp.Case)
-    if picks and _grouped(select) and value.find(exp.AggFunc, exp.Window) is None and scale.find(exp.Column):
-        # a grouped value whose scale is per row (greatest, coalesce, case of columns): the group's one scale,
-        # as for a grouped column (equal values of different scales in one group are refused)
+    per_row = picks and _grouped(select) and value.find(exp.AggFunc, exp.Window) is None
+    # a grouped value whose scale is per row (greatest, coalesce, case of columns) is taken per row (its columns'
+    # own scales, not their groups'), then made the group's one scale
+    scale = _scale(value, types, _grouped(select), per_row)
+    if per_row and scale.find(exp.Column):
+        # as for a grouped column: equal values of different scales in one group are refused
         scale = call("pg_same_scale", exp.Min(this=scale.copy()), exp.Max(this=scale))
     return call("pg_numeric_show", cast(value.copy(), "VARCHAR"), cast(scale, "INTEGER"))
 

@@ -227,6 +227,10 @@ def _extract(node: exp.Expr, types: Typer) -> exp.Expr | None:
     dated = source is not None and source.is_("date", "timestamp", "timestamptz")
     if unit == "EPOCH" and source is not None and source.is_("interval"):
         exact: exp.Expr = call("pg_interval_epoch", value)  # 365.25 days a year, 30 days a month
+    elif unit == "EPOCH" and source is not None and source.is_("date"):  # whole seconds: PostgreSQL's scale 0
+        exact = cast(
+            exp.IntDiv(this=call("epoch_us", value), expression=exp.Literal.number(1000000)), "DECIMAL(38, 0)"
+        )
     elif unit in _EXACT:
         exact = call(_EXACT[unit], value)
     elif unit in _YEAR_FIELDS and dated:  # no year 0: 44 BC is -44 (DuckDB: -43)

@@ -8,8 +8,9 @@ need more, it keeps the integer digits and rounds the fractions away (``greatest
 1.5::numeric(20,6))`` answered 2). A comparison (``=``, ``<``) compares exactly and is left alone; ``IN (list)``
 raised a numeric overflow.
 
-Known shapes only: a column's ``numeric(p, s)``, an integer type, a number literal. An operand whose digits the
-gateway cannot tell (an expression, an unconstrained numeric) is not judged.
+Known shapes only: a column's ``numeric(p, s)``, an integer type, a number literal, a cast to
+``decimal(p, s)``. An operand whose digits the gateway cannot tell (an expression, an unconstrained numeric) is
+not judged.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ MAX_DIGITS = 38  #: DuckDB's widest decimal
 _INTEGER_DIGITS = {"int2": 5, "int4": 10, "int8": 19}
 
 
-def _shape(node: exp.Expr, types: Typer) -> tuple[int, int] | None:
+def shape(node: exp.Expr, types: Typer) -> tuple[int, int] | None:
     """(precision, scale) of ``node`` as DuckDB types it, where the gateway knows it."""
     if isinstance(node, exp.Literal) and not node.is_string:
         try:
@@ -37,6 +38,9 @@ def _shape(node: exp.Expr, types: Typer) -> tuple[int, int] | None:
         sign, digits, exponent = value.as_tuple()
         scale = max(0, -int(exponent))
         return max(len(digits), scale, 1), scale
+    if isinstance(node, exp.Cast) and node.to.is_type(exp.DType.DECIMAL) and len(node.to.expressions) == 2:
+        precision, scale = (int(e.this.name) for e in node.to.expressions)  # a rewrite's (or the user's) type
+        return precision, scale
     typ = types.of(node)
     if typ is None or typ.dims:
         return None
@@ -47,9 +51,9 @@ def _shape(node: exp.Expr, types: Typer) -> tuple[int, int] | None:
     return None
 
 
-def _check(node: exp.Expr, values: list[exp.Expr], types: Typer, what: str) -> None:
+def check(node: exp.Expr, values: list[exp.Expr], types: Typer, what: str) -> None:
     operands = [v.unalias() for v in values]
-    shapes = [s for s in (_shape(v, types) for v in operands if not isinstance(v, exp.Null)) if s is not None]
+    shapes = [s for s in (shape(v, types) for v in operands if not isinstance(v, exp.Null)) if s is not None]
     if len(shapes) < 2 or all(scale == 0 for _, scale in shapes):
         return
     whole = max(p - s for p, s in shapes)
@@ -73,26 +77,26 @@ def _leaves(query: exp.Expr) -> list[exp.Select]:
 
 def _common_width(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if isinstance(node, exp.Coalesce | exp.Greatest | exp.Least):
-        _check(node, [node.this, *node.expressions], types, node.key)
+        check(node, [node.this, *node.expressions], types, node.key)
     elif isinstance(node, exp.Case):
         branches = [i.args["true"] for i in node.args.get("ifs") or []]
         default = node.args.get("default")
-        _check(node, branches + ([default] if isinstance(default, exp.Expr) else []), types, "CASE")
+        check(node, branches + ([default] if isinstance(default, exp.Expr) else []), types, "CASE")
     elif isinstance(node, exp.Array):
-        _check(node, list(node.expressions), types, "ARRAY[...]")
+        check(node, list(node.expressions), types, "ARRAY[...]")
     elif isinstance(node, exp.In):
         query = node.args.get("query")
         if query is not None:
             leaves = _leaves(query.this if isinstance(query, exp.Subquery) else query)
             items = [leaf.expressions[0] for leaf in leaves if leaf.expressions]
-            _check(node, [node.this, *items], types, "IN (SELECT ...)")
+            check(node, [node.this, *items], types, "IN (SELECT ...)")
         else:  # DuckDB casts the operand to the list's common type: past 38 digits a numeric overflow
-            _check(node, [node.this, *node.expressions], types, "IN (...)")
+            check(node, [node.this, *node.expressions], types, "IN (...)")
     elif isinstance(node, exp.SetOperation):
         leaves = _leaves(node)
         width = min((len(leaf.expressions) for leaf in leaves), default=0)
         for i in range(width):
-            _check(node, [leaf.expressions[i] for leaf in leaves], types, node.key.upper())
+            check(node, [leaf.expressions[i] for leaf in leaves], types, node.key.upper())
     return None
 
 

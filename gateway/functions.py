@@ -132,6 +132,7 @@ POSTGRES_FUNCTIONS = frozenset(
         "covar_samp",
         "cume_dist",
         "current_date",
+        "current_schema",
         "current_time",
         "current_timestamp",
         "date_bin",
@@ -328,6 +329,14 @@ SHOWN_SETTINGS = frozenset(
     }
 )
 
+
+
+def readable_setting(name: object) -> bool:
+    """``current_setting(name)`` reads only :data:`SHOWN_SETTINGS`, named by a string constant (PostgreSQL
+    folds a setting's name to lower case)."""
+    return isinstance(name, str) and name.lower() in SHOWN_SETTINGS
+
+
 #: Prefixes that are never allowed: files, URLs, other databases, server internals, catalogs of the engine.
 DENIED_PREFIXES = (
     "read_",
@@ -374,7 +383,6 @@ DENIED_NAMES = frozenset(
         "from_json_strict",
         "current_catalog",
         "current_database",
-        "current_schema",
         "current_schemas",
         "current_user",
         "session_user",

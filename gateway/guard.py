@@ -83,7 +83,6 @@ _DENIED_TYPED = {
     "ToFile",
     "NextValueFor",
     "CurrentUser",
-    "CurrentSchema",
     "CurrentCatalog",
     "CurrentRole",
 }
@@ -180,6 +179,8 @@ class Guard:
 
     def _check_function(self, node: exp.Func) -> None:
         name = function_name(node)
+        if name == "current_setting" and _readable_setting(node):
+            return
         if name in functions.NEVER:
             ok = False
         elif isinstance(node, exp.Anonymous):
@@ -302,3 +303,13 @@ def _forbidden(node: exp.Expression | exp.Func, message: str) -> Forbidden:
 def _unsupported(node: exp.Expression, message: str) -> UnsupportedQuery:
     line, col = position(node)
     return UnsupportedQuery(message, line=line, column=col)
+
+
+def _readable_setting(node: exp.Func) -> bool:
+    """``current_setting('<a setting drivers read>'[, missing_ok])``, the name a string constant."""
+    args = list(node.expressions)
+    if not args or len(args) > 2 or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+        return False
+    if len(args) == 2 and not isinstance(args[1], exp.Boolean):
+        return False
+    return functions.readable_setting(args[0].this)

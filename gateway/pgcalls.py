@@ -82,6 +82,9 @@ class Call:
     #: attribute notation on a ColumnRef: the names before this one (``t`` of ``t.f``); () after an expression
     qualifier: tuple[str, ...] = ()
     written: str = field(default="", compare=False)  #: how the refusal shows it
+    #: ``current_setting``'s first argument when it is a string constant (and the call has at most a boolean
+    #: constant besides): the setting it reads
+    setting: str | None = None
 
     @property
     def display(self) -> str:
@@ -136,7 +139,7 @@ def _visit(kind: str, body: dict[str, Any], table_calls: set[int]) -> Iterator[C
         schema, name = _name(_strings(body.get("funcname")))
         sql_syntax = body.get("funcformat") == "COERCE_SQL_SYNTAX"
         syntax = TABLE if id(body) in table_calls else SQL if sql_syntax else CALL
-        yield Call(syntax, name, schema, location)
+        yield Call(syntax, name, schema, location, setting=_setting(body) if name == "current_setting" else None)
     elif kind == "RangeFunction":
         for item in body.get("functions") or ():  # ROWS FROM (f(), g()) and plain FROM f(): [call, coldefs]
             for part in item.get("List", {}).get("items", []) if isinstance(item, dict) else ():
@@ -166,6 +169,25 @@ def _visit(kind: str, body: dict[str, Any], table_calls: set[int]) -> Iterator[C
         yield Call(TABLESAMPLE, name, schema, location)
     elif kind in _CONSTRUCTS:
         yield Call(CONSTRUCT, kind, "", location, written=_CONSTRUCTS[kind])
+
+
+def _setting(body: dict[str, Any]) -> str | None:
+    """The string constant ``current_setting(...)`` names, where its arguments are constants only."""
+    args = body.get("args") or []
+    if not args or len(args) > 2 or body.get("agg_star") or body.get("func_variadic"):
+        return None
+    const = [a.get("A_Const") if isinstance(a, dict) else None for a in args]
+    if any(c is None for c in const):
+        return None
+    name = (const[0] or {}).get("sval", {}).get("sval")
+    if len(args) == 2 and "boolval" not in (const[1] or {}):
+        return None
+    return name if isinstance(name, str) else None
+
+
+def name_of(funcname: list[Any] | None) -> tuple[str, str]:
+    """(schema, name) of a libpg_query name list (a ``FuncCall``'s ``funcname``)."""
+    return _name(_strings(funcname))
 
 
 def _location(node: Any) -> int:

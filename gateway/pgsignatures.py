@@ -117,8 +117,10 @@ def _lag(node: exp.Func, of: TypeOf) -> PgType | None:
     value = of(node.this)
     default = node.args.get("default")
     other = of(default) if default is not None else None
-    if value is None or other is None or other == value or other.is_("unknown"):
+    if value is None or other is None or other.is_("unknown"):
         return value
+    if other == value and not (value.numeric and value.scale is None and not value.loose_scale):
+        return value  # (numeric literals of one type may differ in scale)
     if value.numeric or value.integer and other.numeric:
         return LOOSE_NUMERIC
     return value
@@ -402,10 +404,12 @@ _BY_KEY: dict[str, Rule | PgType] = {
     "stringtoarray": PgType("text", 1),
     "uuid": UUID,
     "currentuser": PgType("name"),
+    "currentschema": PgType("name"),
 }
 
 _BY_NAME: dict[str, Rule | PgType] = {
     "every": BOOL,
+    "current_setting": TEXT,
     "jsonb_agg": JSONB,
     "octet_length": INT4,
     "array_upper": INT4,

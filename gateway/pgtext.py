@@ -9,7 +9,8 @@ text's lexical features (``E'\\x41'``, dollar quotes, ``U&"..."``, nested commen
 
 * a table (``RangeVar``) becomes the PostgreSQL name the gateway resolved it to (``pg.public.t`` -> ``public.t``,
   ``t`` -> ``public.t``);
-* a column written with its source (``ColumnRef`` ``pg.public.t.a``, also ``pg.public.t.*``) loses that part.
+* a column written with its source (``ColumnRef`` ``pg.public.t.a``, also ``pg.public.t.*``) loses that part;
+* ``current_schema()`` becomes ``public``, the schema a one-part name means (:data:`CURRENT_SCHEMA`).
 
 Every table PostgreSQL reads must be one the gateway resolved (and so guarded) or a CTE reference in scope, at the
 same position in both readings; otherwise, and where libpg_query gives no tree (a tree too deep to decode; the
@@ -31,6 +32,9 @@ from sqlglot import exp
 from lakegate.gateway import pgcalls, scope
 
 _SPACE = frozenset(" \t\n\r\f\v")  #: scan.l's ``space``
+#: ``current_schema()`` as the gateway answers it: the schema a one-part table name means (the pooled session's
+#: search_path is pg_catalog alone); a scalar subquery is named after its column, as the call would be
+CURRENT_SCHEMA = "(SELECT 'public'::pg_catalog.name AS current_schema)"
 _RANGE_VAR_PARTS = ("catalogname", "schemaname", "relname")
 
 
@@ -73,6 +77,12 @@ def user_text(
                 edits.append((at, spans[-1][1], named.pop(at)))
             elif not (count == 1 and at in ctes):
                 return None  # a table PostgreSQL would read that the gateway did not resolve: send the AST
+        elif _is_current_schema(kind, body):
+            at = offsets.char(int(body.get("location", -1)))
+            finish = _call_end(sql, at, len(body.get("funcname") or ()) if kind == "FuncCall" else 0)
+            if finish is None:
+                return None
+            edits.append((at, finish, CURRENT_SCHEMA))
         elif kind == "ColumnRef" and source is not None:
             fields = body.get("fields") or []
             first_name = (
@@ -94,6 +104,29 @@ def user_text(
         at = finish
     out.append(sql[at:end])
     return "".join(out)
+
+
+def _is_current_schema(kind: str, body: dict[str, Any]) -> bool:
+    if kind == "SQLValueFunction":
+        return body.get("op") == "SVFOP_CURRENT_SCHEMA"
+    if kind != "FuncCall" or body.get("args"):
+        return False
+    schema, name = pgcalls.name_of(body.get("funcname"))
+    return name == "current_schema" and schema in ("", "pg_catalog")
+
+
+def _call_end(sql: str, at: int, parts: int) -> int | None:
+    """Past ``name`` (``parts`` dotted parts; 0: one keyword) and its empty ``()`` written at ``at``."""
+    if parts == 0:
+        return _word_end(sql, at) if at >= 0 else None
+    spans = _name_spans(sql, at, parts)
+    if spans is None:
+        return None
+    opening = _blank_end(sql, spans[-1][1], len(sql))
+    if opening is None or not sql.startswith("(", opening):
+        return None
+    closing = _blank_end(sql, opening + 1, len(sql))
+    return closing + 1 if closing is not None and sql.startswith(")", closing) else None
 
 
 def capped(text: str, tree: list[Any], max_rows: int | None) -> str:

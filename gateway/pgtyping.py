@@ -108,6 +108,7 @@ class Typer:
         self._memo: dict[int, PgType | None] = {}
         self._busy: set[int] = set()
         self._ctes: dict[int, dict[str, exp.CTE]] = {}
+        self.lake_tables: set[int] = set()  #: ids of the statement's FROM items that are lake tables
 
     def of(self, node: exp.Expr | None) -> PgType | None:
         if node is None:
@@ -253,7 +254,7 @@ class Typer:
             return None
         name = fold(node.this)
         qualifier = fold(node.args["table"]) if node.args.get("table") else None
-        for select in _enclosing_selects(node):
+        for select in enclosing_selects(node):
             found = self._in_select(select, name, qualifier, node)
             if found is not _MISSING:
                 return found  # type: ignore[return-value]
@@ -262,7 +263,7 @@ class Typer:
     def _in_select(
         self, select: exp.Select, name: str, qualifier: str | None, node: exp.Column
     ) -> PgType | None | object:
-        sources = list(_sources(select))
+        sources = list(from_items(select))
         if qualifier is not None:
             for alias, item in sources:
                 if alias == qualifier:
@@ -424,7 +425,7 @@ class Typer:
         )
         out: list[tuple[str | None, str, PgType | None]] = []
         joins = {id(j.this): j for j in select.args.get("joins") or []}
-        for alias, item in _sources(select):
+        for alias, item in from_items(select):
             if qualifier is not None and alias != qualifier:
                 continue
             types = self._source_types(item)
@@ -593,7 +594,7 @@ def _is_recursive(query: exp.Expr) -> bool:
     return isinstance(with_, exp.With) and bool(with_.args.get("recursive"))
 
 
-def _enclosing_selects(node: exp.Expr) -> Iterator[exp.Select]:
+def enclosing_selects(node: exp.Expr) -> Iterator[exp.Select]:
     """The SELECTs whose FROM items a column may refer to, innermost first (a column in a FROM item's own
     expression, e.g. a LATERAL or a join's ON, belongs to the SELECT that owns that FROM)."""
     current = node.parent
@@ -603,7 +604,7 @@ def _enclosing_selects(node: exp.Expr) -> Iterator[exp.Select]:
         current = current.parent
 
 
-def _sources(select: exp.Select) -> Iterator[tuple[str, exp.Expr]]:
+def from_items(select: exp.Select) -> Iterator[tuple[str, exp.Expr]]:
     items: list[exp.Expr] = []
     from_ = select.args.get("from_")
     if isinstance(from_, exp.From):

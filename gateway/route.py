@@ -175,6 +175,7 @@ class Router:
             if expand_merged_stars(ast, typer):  # typed again: the expanded columns are new nodes
                 typer = Typer(ast, columns, zone)
             typer.collation, typer.casing = collation.order, collation.casing
+            typer.lake_tables = {id(table) for table, ref in resolved if ref.kind == LAKE}
             refuse_ambiguous_order(ast, typer)
             typer.all()
             projections = typer.projections(ast)

@@ -132,3 +132,49 @@ def test_array_expression_of_two_dimensions_is_refused_truly(served: tuple[str, 
     assert "'a'" in message and "expression" in message and "::text" in message
     ok = client.post("/v1/query", json={"sql": "SELECT ARRAY[[1, 2], [3, 4]]::text AS a FROM pg.public.t"})
     assert ok.status_code == 200 and ok.json()["rows"][0] == {"a": "{{1,2},{3,4}}"}
+
+
+SESSION_CALLS = (
+    "SELECT current_schema(), current_schema, pg_catalog.current_schema(), current_setting('TimeZone'), "
+    "current_setting('timezone', true), current_setting('DateStyle'), upper(current_schema)"
+)
+
+
+@pytest.mark.parametrize("zone", [None, "Asia/Kolkata"])
+@pytest.mark.parametrize("where", ["", " FROM {t} WHERE id = 1"])
+def test_session_calls_answer_as_postgresql(served: tuple[str, httpx.Client], zone: str | None, where: str) -> None:
+    """``current_schema()`` is ``public`` (what a one-part name means; the pooled session's search_path is
+    pg_catalog alone) and ``current_setting('TimeZone')`` the request's zone, named and typed as PostgreSQL's
+    own session answers them, table-less and on the PostgreSQL route."""
+    dsn, client = served
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('TimeZone', %s, false)", (zone or "UTC",))
+        types = {oid: name for oid, name in conn.execute("SELECT oid::int, typname FROM pg_type").fetchall()}
+        want = from_postgres(conn, SESSION_CALLS + where.format(t="public.t"), types)
+    assert want.error is None, want.error
+    assert want.rows[0][0] == "public" and want.types[0] == "name"
+    got = from_gateway(client, SESSION_CALLS + where.format(t="pg.public.t"), zone)
+    outcome, why = compare(want, got, True, may_refuse=False)
+    assert outcome == IDENTICAL, why
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT current_setting('data_directory')",
+        "SELECT current_setting('app.secret', true) FROM pg.public.t",
+        "SELECT current_setting(v) FROM pg.public.t",
+        "SELECT current_setting('Time' || 'Zone')",
+        "SELECT current_setting('TimeZone', 'yes' = 'yes')",
+        "SELECT ('config_file').current_setting",
+        "SELECT set_config('TimeZone', 'UTC', false)",
+        "SELECT current_schemas(true)",
+    ],
+)
+def test_other_session_calls_are_refused(served: tuple[str, httpx.Client], sql: str) -> None:
+    """Only the settings drivers read, named by a constant: never a path, a secret or a search path."""
+    _, client = served
+    response = client.post("/v1/query", json={"sql": sql})
+    assert response.status_code == 403, response.text
+    message = response.json()["error"]["message"]
+    assert "not allowed" in message and ("current_s" in message or "set_config" in message), message

@@ -56,3 +56,5 @@ SELECT x FROM {one}, generate_series(date '2024-03-01', date '2024-03-31', inter
 SELECT * FROM {one}, generate_series(timestamptz '2024-11-03 01:30-04', timestamptz '2024-11-06 00:00+00', '1 day') ORDER BY 2
 SELECT g FROM {one}, generate_series(timestamptz '2024-03-09 07:30+00', timestamptz '2024-03-12 00:00+00', '1 day') g ORDER BY g
 SELECT generate_series(timestamptz '2024-10-30 12:00+00', timestamptz '2024-11-06 12:00+00', interval '2 days') FROM {one}
+-- what drivers ask of the session: the request's zone, the schema a one-part name means (issue 28.8)
+SELECT id, current_setting('TimeZone'), pg_catalog.current_setting('timezone', true), current_schema(), current_schema FROM {times} ORDER BY id

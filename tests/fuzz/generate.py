@@ -27,6 +27,9 @@ class Column:
 
 Tables = dict[str, list[tuple[str, str]]]  #: table -> [(column, family)], from the source's catalog
 
+#: whole-row forms of count over a join's two sides (a NULL-extended row is a NULL row: not counted)
+WHOLE_ROWS = ("count(b.*)", "count(b)", "count(a.*)", "count(a)")
+
 
 class Generator:
     def __init__(self, rng: random.Random, tables: Tables) -> None:
@@ -43,6 +46,7 @@ class Generator:
             (1, self.grouping_sets),
             (1, self.unnest),
             (2, self.tableless),
+            (1, self.whole_row),
         ]
 
     # ------------------------------------------------------------------------------------------ statements
@@ -87,10 +91,18 @@ class Generator:
         if self.rng.random() < 0.3:  # an aggregate over the join
             key = self.rng.choice(["a.k", "b.k", "a.id"])
             aggs = [self.aggregate_call(self._family(tuple(AGGREGATES), scope), scope) for _ in range(2)]
+            if self.rng.random() < 0.3:  # whole-row references: count(b.*) counts the rows the join matched
+                aggs[0] = self.rng.choice(WHOLE_ROWS)
             sql = f"SELECT {key}, {', '.join(aggs)} FROM {left} {kind} {right} ON {on} GROUP BY 1"
             return sql + self._order(3, limit=False)
         sql = f"SELECT {', '.join(items)} FROM {left} {kind} {right} ON {on}{self._where(scope)}"
         return sql + self._order(len(items), limit=True)
+
+    def whole_row(self) -> str:
+        """A whole-row reference outside count(): refused on the lake route, answered on pg.*."""
+        table, _ = self._from("a")
+        item = self.rng.choice(["a", "a::text", "a IS NULL", "to_jsonb(a)", "count(DISTINCT a)", "(a).id"])
+        return f"SELECT {item} FROM {table} ORDER BY 1 LIMIT 3"
 
     def window(self) -> str:
         table, scope = self._from("a")

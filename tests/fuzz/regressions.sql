@@ -73,3 +73,19 @@ SELECT ARRAY_APPEND(a.ta, CAST(' x ' AS CHAR(4))), ARRAY_REMOVE(a.ta, CAST('b ' 
 -- the display scale of a grouped greatest/coalesce/case of numerics is the group's (was a DuckDB binder error)
 SELECT INTERVAL '-2 HOURS', GREATEST(a.n38, a.i2) FROM {fz_num} AS a GROUP BY 1, 2
 SELECT a.k, GREATEST(a.n, a.i2), COALESCE(a.n, a.i4), count(*) FROM {fz_num} AS a GROUP BY 1, 2, 3
+-- a whole-row reference counts the rows a LEFT JOIN matched (DuckDB counted its struct, never NULL: every row)
+SELECT COUNT(b.*), COUNT(a.*) FROM {fz_num} AS a LEFT JOIN {fz_txt} AS b ON a.id = b.id + 3
+SELECT a.k, COUNT(b) FROM {fz_txt} AS a LEFT JOIN {fz_txt} AS b ON a.id = b.id + 3 GROUP BY 1 ORDER BY 1
+-- DuckDB's struct printed the lake's own _lsn and _commit_ts: refused
+SELECT b::text FROM {fz_txt} AS a LEFT JOIN {fz_txt} AS b ON a.id = b.id + 3
+-- an aggregate's arguments and ORDER BY keys are evaluated only for the rows its FILTER keeps
+SELECT SUM(100 / a.i4) FILTER (WHERE a.i4 <> 0), COUNT(CAST(a.i8 AS SMALLINT)) FILTER (WHERE a.i8 BETWEEN -5 AND 5) FROM {fz_num} AS a
+SELECT STRING_AGG(a.v, ',' ORDER BY SUBSTRING(a.v FROM 2 FOR -1)) FILTER(WHERE NULL) FROM {fz_txt} AS a
+-- first_value/lag/lead evaluate their argument at the picked row only (and lead's default past the end only)
+SELECT FIRST_VALUE(CAST(a.t AS BYTEA)) OVER (ORDER BY a.by, a.id) FROM {fz_txt} AS a
+SELECT LEAD(CAST(a.t AS BYTEA), 2, '\x') OVER (PARTITION BY a.id ORDER BY a.id, a.id) FROM {fz_txt} AS a
+-- extract(epoch from date) is a whole number of seconds (scale 0); a rewrite's decimal(38, 0) IN (SELECT numeric(20, 6))
+SELECT FIRST_VALUE(EXTRACT(EPOCH FROM CAST('2024-01-01' AS DATE))) OVER (PARTITION BY 'ß' ORDER BY a.i8, a.id) FROM {fz_num} AS a
+SELECT a.n FROM {fz_num} AS a WHERE EXTRACT(HOUR FROM INTERVAL '-2 HOURS') IN (SELECT b.n FROM {fz_num} AS b)
+-- greatest of an unconstrained numeric in a grouped query (was a DuckDB binder error: nested aggregates)
+SELECT a.k, GREATEST(a.nu, a.k) FROM {fz_num} AS a WHERE a.nu < 1000 GROUP BY 1, 2
