@@ -109,6 +109,42 @@ def test_column_dropped_and_added_again_under_the_same_name(pg, pg_dsn, lake_dir
     assert_readers_equal_source(pg, settings, "public.da")
 
 
+def test_column_added_again_under_its_name_with_another_type(pg, pg_dsn, lake_dir) -> None:
+    """``DROP COLUMN v; ADD COLUMN v int`` where v was text (issue 29.7): the lake keeps the old column aside
+    (``v__dropped_<attnum>``, its history and values) and follows the new one, while streaming and while the
+    worker is stopped; nothing stops."""
+    pg.execute("CREATE TABLE dt (id int PRIMARY KEY, v text, n int, w text)")
+    pg.execute("INSERT INTO dt SELECT g, 'old ' || g, g, 'w' || g FROM generate_series(1, 300) g")
+    settings = make_settings(pg_dsn, lake_dir, ["public.dt"])
+    with running_worker(settings):
+        wait_caught_up(pg)
+        pg.execute("ALTER TABLE dt DROP COLUMN v")
+        pg.execute("ALTER TABLE dt ADD COLUMN v int")  # existing rows hold NULL
+        pg.execute("UPDATE dt SET v = id * 10 WHERE id <= 20")
+        pg.execute("ALTER TABLE dt DROP COLUMN n, ADD COLUMN n text DEFAULT 'forty-two'")  # existing rows: it
+        pg.execute("UPDATE dt SET n = 'set' WHERE id = 21")
+        wait_caught_up(pg)
+    assert_readers_equal_source(pg, settings, "public.dt")
+    pg.execute("UPDATE dt SET w = 'before' WHERE id = 30")
+    pg.execute("ALTER TABLE dt DROP COLUMN w, ADD COLUMN w numeric(6, 2) DEFAULT 1.50")
+    pg.execute("UPDATE dt SET w = 99.99 WHERE id = 31")
+    with running_worker(settings):
+        wait_caught_up(pg)
+    assert_readers_equal_source(pg, settings, "public.dt")
+    table = lake_table(settings, "public.dt")
+    state = table.state.scan().to_arrow().sort_by("id")
+    assert {"v__dropped_2", "n__dropped_3", "w__dropped_4"} <= set(state.column_names), state.column_names
+    row = state.slice(99, 1).to_pylist()[0]  # id 100: no change since the drops but the new columns' values
+    assert (row["id"], row["v__dropped_2"], row["n__dropped_3"], row["w__dropped_4"]) == (
+        100,
+        "old 100",
+        100,
+        "w100",
+    ), row
+    history = table.changelog.scan().to_arrow()
+    assert "v__dropped_2" in history.column_names and history["v__dropped_2"].null_count < history.num_rows
+
+
 def test_columns_added_while_the_worker_is_stopped(pg, pg_dsn, lake_dir) -> None:
     """The slot holds changes from before and after the ALTERs: each is met in order on the next start."""
     _toast_table(pg, "st", rows=1000)

@@ -246,3 +246,20 @@ def test_replica_identity_nothing_while_streaming_stops_only_that_table(pg, pg_d
         pg, pg_dsn, lake_dir, ["ALTER TABLE t REPLICA IDENTITY NOTHING", "INSERT INTO t VALUES (21, 'after')"]
     )
     assert "REPLICA IDENTITY" in failed["public.t"], failed
+
+
+def test_a_table_that_lost_its_key_stops_alone_at_a_reconnect(pg, pg_dsn, lake_dir) -> None:
+    """The primary key dropped with no change after it: nothing in the stream shows it, the connection is lost,
+    and the worker's reconnection (the same checks as a start) stops that table alone, saying why (29.3)."""
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    pg.execute("INSERT INTO t SELECT g, 'v' FROM generate_series(1, 20) g")
+    failed = _stops_alone(
+        pg,
+        pg_dsn,
+        lake_dir,
+        [
+            "ALTER TABLE t DROP CONSTRAINT t_pkey",
+            "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE active_pid IS NOT NULL",
+        ],
+    )
+    assert "public.t" in failed["public.t"] and "key" in failed["public.t"].lower(), failed

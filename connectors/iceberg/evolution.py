@@ -95,13 +95,18 @@ def update_schema(txn: Transaction, plan: Evolution) -> None:
     """Apply ``plan``'s renames, additions and promotions inside ``txn``."""
     if not (plan.rename or plan.add or plan.widen):
         return
+    if plan.rename:  # first: a column added under a name a renamed one had is new (pyiceberg checks names
+        with txn.update_schema() as update:  # against the schema an update starts from)
+            for old, new in plan.rename:
+                update.rename_column(old, new)
+    if not (plan.add or plan.widen):
+        return
+    renamed_to = dict(plan.rename)
     with txn.update_schema() as update:
-        for old, new in plan.rename:
-            update.rename_column(old, new)
         for name, typ in plan.add:
             update.add_column(name, typ)
         for name, typ in plan.widen:
-            update.update_column(name, field_type=typ)
+            update.update_column(renamed_to.get(name, name), field_type=typ)
 
 
 def with_values(rows: pa.Table, values: dict[str, pa.Array]) -> pa.Table:
@@ -133,7 +138,9 @@ def state_rows(state: Table, tasks: list, renames: dict[str, str]) -> Iterator[p
 def backfill_updates(rows: pa.Table, backfill: Backfill, first_seq: int) -> pa.Table:
     """State rows -> change-log updates carrying the new values at ``(lsn, first_seq ...)``."""
     n = rows.num_rows
-    rows = with_values(rows.drop_columns([c for c in (LSN, COMMIT_TS) if c in rows.column_names]), backfill.values)
+    rows = with_values(
+        rows.drop_columns([c for c in (LSN, COMMIT_TS) if c in rows.column_names]), backfill.values
+    )
     return (
         rows.append_column(OP, repeat("u", n, pa.string()))
         .append_column(LSN, repeat(backfill.lsn, n, pa.int64()))
@@ -155,12 +162,15 @@ def backfilled_state(rows: pa.Table, backfill: Backfill, schema: pa.Schema) -> p
         (COMMIT_TS, repeat(backfill.commit_ts, n, pa.timestamp("us", tz="UTC"))),
     ):
         rows = rows.set_column(rows.schema.get_field_index(name), name, value)
-    return pa.concat_tables([merge.conform(rows, schema), later]) if later.num_rows else merge.conform(rows, schema)
+    return (
+        pa.concat_tables([merge.conform(rows, schema), later])
+        if later.num_rows
+        else merge.conform(rows, schema)
+    )
 
 
 def before(rows: pa.Table, lsn: int) -> pa.Table:
     return rows.filter(pc.less(rows[LSN], lsn))
-
 
 
 def backfill_changelog(txn: Transaction, changelog: Table, state: Table, backfill: Backfill) -> None:

@@ -148,11 +148,14 @@ def plan_evolution(
 
     ``attnums`` is the source identity of the lake's columns (see :class:`Evolution`): with it a renamed source
     column renames its lake column instead of adding a new one. Dropped source columns stay in the lake (null
-    from then on); narrowed types fit as they are.
+    from then on); narrowed types fit as they are. A column dropped and added again under its name with a type
+    the old lake column cannot hold renames the old one aside (``<name>__dropped_<its attnum>``, history and
+    values kept) and adds the new one.
     """
     attnums = dict(attnums or {})
     renames = _renames(current, source, attnums)
     renamed_from = {new: old for old, new in renames}
+    lake_names = {f.name for f in current.fields}
     target = lake_schema(source, kind)
     add, widen, replaced = [], [], []
     for field in target.fields:
@@ -162,14 +165,32 @@ def plan_evolution(
             add.append((field.name, field.field_type))
             continue
         col = source.column(field.name) if field.name in source.names else None
-        if col is not None and col.source_id is not None and field.name not in renamed_from:
-            known = attnums.get(field.name)
-            if known is not None and known != col.source_id:
+        known = attnums.get(field.name)
+        other = (  # the name now belongs to another source column (dropped and added again)
+            col is not None
+            and col.source_id is not None
+            and field.name not in renamed_from
+            and known is not None
+            and known != col.source_id
+        )
+        if _fits(field.field_type, existing.field_type) or _promotes(existing.field_type, field.field_type):
+            if other:
                 replaced.append(field.name)
-        if _fits(field.field_type, existing.field_type):
+            if not _fits(field.field_type, existing.field_type):
+                widen.append((existing.name, field.field_type))  # by its name before any rename
             continue
-        if _promotes(existing.field_type, field.field_type):
-            widen.append((existing.name, field.field_type))  # by its name before any rename
+        if other:  # of a type the old lake column cannot hold: the old one is kept aside, the new one added
+            aside = f"{existing.name}__dropped_{known}"
+            taken = aside in source.names and source.column(aside).source_id != known  # another column's
+            if taken or aside in lake_names:
+                raise SchemaChangeError(
+                    str(source.table),
+                    f"column {field.name!r} of {source.table} was dropped and added again as "
+                    f"{col.source_type if col else field.field_type}, and the name {aside!r} the lake would keep "
+                    "the old column under is taken. Rename that column, or resnapshot the table",
+                )
+            renames.append((existing.name, aside))
+            add.append((field.name, field.field_type))
             continue
         raise SchemaChangeError(
             str(source.table),
@@ -183,4 +204,6 @@ def plan_evolution(
     for col in source.columns:
         if col.source_id is not None:
             attnums[col.name] = col.source_id
-    return Evolution(tuple(add), tuple(widen), tuple(renames), tuple(replaced), tuple(sorted(attnums.items())))
+    return Evolution(
+        tuple(add), tuple(widen), tuple(renames), tuple(replaced), tuple(sorted(attnums.items()))
+    )
