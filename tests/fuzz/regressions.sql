@@ -89,3 +89,8 @@ SELECT FIRST_VALUE(EXTRACT(EPOCH FROM CAST('2024-01-01' AS DATE))) OVER (PARTITI
 SELECT a.n FROM {fz_num} AS a WHERE EXTRACT(HOUR FROM INTERVAL '-2 HOURS') IN (SELECT b.n FROM {fz_num} AS b)
 -- greatest of an unconstrained numeric in a grouped query (was a DuckDB binder error: nested aggregates)
 SELECT a.k, GREATEST(a.nu, a.k) FROM {fz_num} AS a WHERE a.nu < 1000 GROUP BY 1, 2
+-- lead's numeric literal default beside a computed numeric: each value's own scale (a CASE in a decimal for both)
+SELECT LEAD(32767 + a.n, 2, 1e3) OVER (ORDER BY '2024-03-10', a.id) FROM {fz_num} AS a
+SELECT LEAD(1e3, 2, 0.000001) OVER (PARTITION BY a.k ORDER BY FALSE, a.id) FROM {fz_txt} AS a
+-- interval > ALL of an array literal: refused by name (was a DuckDB binder error)
+SELECT a.tm AS r3 FROM {fz_time} AS a WHERE a.tz - a.tz > ALL('{}')
