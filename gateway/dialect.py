@@ -19,6 +19,7 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
 * :mod:`~lakegate.gateway.dialect_rows`: whole-row references (``count(t.*)``; first: DuckDB reads them as
   structs);
+* :mod:`~lakegate.gateway.dialect_literals`: ``0x1F`` / ``x'1F'``, interval casts with field restrictions;
 * :mod:`~lakegate.gateway.dialect_lazy`: arguments evaluated only where PostgreSQL evaluates them (an
   aggregate's under its FILTER, ``first_value``/``lag``/... at the picked row; last);
 * :mod:`~lakegate.gateway.dialect_session`: ``current_setting('TimeZone')``, ``current_schema()``;
@@ -99,6 +100,7 @@ def rules() -> list[Rule]:
         dialect_jsonedit,
         dialect_jsontext,
         dialect_lazy,
+        dialect_literals,
         dialect_numbers,
         dialect_opaque,
         dialect_patterns,
@@ -113,6 +115,7 @@ def rules() -> list[Rule]:
 
     return [
         *dialect_rows.RULES,
+        *dialect_literals.RULES,
         *dialect_widths.RULES,
         *dialect_intervals.RULES,
         *dialect_floats.RULES,

@@ -47,9 +47,49 @@ class Statement:
 
 def _tokens(sql: str) -> list[Token]:
     try:
-        return unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql))
+        return numbers(sql, unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql)))
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
+
+
+_DECIMAL = r"[0-9](?:_?[0-9])*"
+#: PostgreSQL 16's numeric literals (scan.l): radix integers, underscores between digits, decimals, exponents
+_NUMBER = re.compile(
+    rf"0[xX](?:_?[0-9A-Fa-f])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
+    rf"|(?:{_DECIMAL}\.(?:{_DECIMAL})?|\.{_DECIMAL}|{_DECIMAL})(?:[Ee][-+]?{_DECIMAL})?"
+)
+_NUMBER_TOKENS = (TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING)
+
+
+def numbers(sql: str, tokens: list[Token]) -> list[Token]:
+    """PostgreSQL reads ``1_000``, ``0o17``, ``0x_1F`` and ``1e1_0`` as one number each; sqlglot reads a number
+    and an alias (``1 AS _000``: the lake route answered 1). Each such run of tokens becomes one number token
+    holding the value's plain decimal text (a radix integer's value)."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        match = _NUMBER.match(sql, token.start) if token.token_type in _NUMBER_TOKENS else None
+        written = match.group(0) if match else ""
+        if not match or (
+            match.end() - 1 == token.end and "_" not in written and written[:2].lower() not in _RADIX
+        ):
+            out.append(token)
+            i += 1
+            continue
+        last = i
+        while last + 1 < len(tokens) and tokens[last + 1].end < match.end():
+            last += 1
+        plain = written.replace("_", "")
+        text = str(int(plain, 0)) if plain[:2].lower() in _RADIX else plain
+        out.append(
+            Token(TokenType.NUMBER, text, tokens[last].line, tokens[last].col, token.start, match.end() - 1)
+        )
+        i = last + 1
+    return out
+
+
+_RADIX = ("0x", "0o", "0b")
 
 
 def unicode_identifiers(tokens: list[Token]) -> list[Token]:
@@ -71,7 +111,11 @@ def unicode_identifiers(tokens: list[Token]) -> list[Token]:
         ):
             escape, skip = "\\", 3
             after = tokens[i + 3 : i + 5]
-            if len(after) == 2 and after[0].text.upper() == "UESCAPE" and after[1].token_type == TokenType.STRING:
+            if (
+                len(after) == 2
+                and after[0].text.upper() == "UESCAPE"
+                and after[1].token_type == TokenType.STRING
+            ):
                 escape, skip = after[1].text, 5
             last = tokens[i + skip - 1]
             text = _decode_unicode(rest[1].text, escape)

@@ -94,3 +94,8 @@ SELECT LEAD(32767 + a.n, 2, 1e3) OVER (ORDER BY '2024-03-10', a.id) FROM {fz_num
 SELECT LEAD(1e3, 2, 0.000001) OVER (PARTITION BY a.k ORDER BY FALSE, a.id) FROM {fz_txt} AS a
 -- interval > ALL of an array literal: refused by name (was a DuckDB binder error)
 SELECT a.tm AS r3 FROM {fz_time} AS a WHERE a.tz - a.tz > ALL('{}')
+-- PostgreSQL 16's integer literals: 0x1F, 0o17, 1_000 (sqlglot read 1 AS _000 and 0 AS o17; 0x1F as a blob)
+SELECT 0x1F + a.id, 0b101, 1_000, 0o17, 0X1f, 1_000.5, 1e1_0 FROM {fz_num} AS a WHERE a.id = 1
+-- refused by name: a cast to interval with a field restriction (DuckDB ignored it), bit string literals
+SELECT CAST('3 years 4 months 5 days' AS INTERVAL YEAR), a.id FROM {fz_num} AS a WHERE a.id = 1
+SELECT x'1F', b'101', a.id FROM {fz_num} AS a WHERE a.id = 1

@@ -60,6 +60,10 @@ LITERALS: dict[str, tuple[str, ...]] = {
         "32767",
         "9223372036854775807",
         "1000000",
+        "0x1F",  # PostgreSQL 16's integer forms (sqlglot read 1_000 as 1 AS _000)
+        "1_000",
+        "0o17",
+        "0b101",
     ),
     "numeric": (
         "0.5",
@@ -72,6 +76,7 @@ LITERALS: dict[str, tuple[str, ...]] = {
         "2.5",
         "1e3",
         "0.0",
+        "1_000.5",
     ),
     "float": (
         "0.1::float8",
