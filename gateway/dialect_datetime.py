@@ -132,9 +132,35 @@ def _date_difference(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if not isinstance(node, exp.Sub):
         return None
     left, right = types.of(node.this), types.of(node.expression)
-    if left is None or right is None or not left.is_("date") or not right.is_("date"):
+    if left is None or right is None or not left.is_("date", "unknown") or not right.is_("date", "unknown"):
         return None
-    return exp.Anonymous(this="pg_date_difference", expressions=[node.this, node.expression])
+    if left.is_("unknown") and right.is_("unknown"):
+        return None
+    values = [
+        cast(v, "DATE") if t.is_("unknown") else v for v, t in ((node.this, left), (node.expression, right))
+    ]
+    return exp.Anonymous(this="pg_date_difference", expressions=values)  # 'text' - date is date - date
 
 
-RULES: list[Rule] = [_date_bin, _overlaps, _make_interval, _bc_literal, _make_timestamptz, _date_difference]
+def _age_of_literals(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """``age('...', '...')``: PostgreSQL reads string literals as timestamptz (its datetime category's preferred
+    type; DuckDB could not choose); computed so only where the session zone is UTC (else refused by name)."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() == "age" and len(node.expressions) == 2):
+        return None
+    kinds = [types.of(arg) for arg in node.expressions]
+    if not all(k is not None and k.is_("unknown") for k in kinds):
+        return None  # the other argument's type decides
+    if types.zone != "UTC":
+        raise refusal(node, f"age() of text literals in the time zone {types.zone}")
+    return call("age", *(cast(a, "TIMESTAMPTZ") for a in node.expressions))
+
+
+RULES: list[Rule] = [
+    _date_bin,
+    _overlaps,
+    _make_interval,
+    _bc_literal,
+    _make_timestamptz,
+    _date_difference,
+    _age_of_literals,
+]

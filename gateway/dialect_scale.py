@@ -165,7 +165,10 @@ def _show_items(select: exp.Select, types: Typer) -> None:
             continue
         value = item.this if isinstance(item, exp.Alias) else item
         shown[index] = value.copy()
-        items[index] = exp.alias_(_shown(value, types, select), output_name(item), quoted=True)
+        text = _shown(value, types, select)
+        if _grouped(select) and value.find(exp.AggFunc, exp.Window) is None:  # a row-level value: a key
+            _refuse_ungrouped(text, value, select)
+        items[index] = exp.alias_(text, output_name(item), quoted=True)
     if shown:
         _order_by_values(select, items, shown)
         select.set("expressions", items)
@@ -227,6 +230,38 @@ def _shown(value: exp.Expr, types: Typer, select: exp.Select) -> exp.Expr:
         # as for a grouped column: equal values of different scales in one group are refused
         scale = call("pg_same_scale", exp.Min(this=scale.copy()), exp.Max(this=scale))
     return call("pg_numeric_show", cast(value.copy(), "VARCHAR"), cast(scale, "INTEGER"))
+
+
+_GROUPINGS = (exp.Group, exp.Cube, exp.Rollup, exp.GroupingSets, exp.Tuple, exp.Paren)
+
+
+def _refuse_ungrouped(text: exp.Expr, value: exp.Expr, select: exp.Select) -> None:
+    """The text shown for a grouped numeric is computed from other expressions than its GROUP BY key (a
+    quotient's text, a cast's digits): where they read a column outside every GROUP BY key, DuckDB cannot
+    compute it per group — refused by name (was DuckDB's binder error)."""
+    group = select.args.get("group")
+    keys: set[str] = set()
+    for key in group.walk() if group is not None else []:
+        if (
+            not isinstance(key, exp.Expr)
+            or not isinstance(key.parent, _GROUPINGS)
+            or isinstance(key, _GROUPINGS)
+        ):
+            continue
+        if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.this) <= len(select.expressions):
+            key = select.expressions[int(key.this) - 1].unalias()
+        keys.add(key.sql())
+    for column in text.find_all(exp.Column):
+        if column.find_ancestor(exp.AggFunc, exp.Window) is not None:
+            continue
+        node: exp.Expr | None = column
+        while node is not None and node.sql() not in keys:
+            node = node.parent
+        if node is None:
+            raise refusal(
+                value,
+                "a numeric computed from columns as a GROUP BY key (its display scale varies per value)",
+            )
 
 
 def _grouped(select: exp.Select) -> bool:

@@ -24,7 +24,7 @@ _WIDTHS = {
     "float4": pa.float32(),
     "float8": pa.float64(),
 }
-_TEXT = {"text", "varchar", "bpchar", "name", "json", "jsonb", "unknown"}
+_TEXT = {"text", "varchar", "bpchar", "name", "json", "jsonb", "unknown", "regtype"}
 
 
 def _target(typ: PgType, arrow: pa.DataType) -> tuple[str, pa.DataType | None] | None:

@@ -133,11 +133,14 @@ def _common_args(node: exp.Func, of: TypeOf) -> PgType | None:
 
 def _nullif(node: exp.Func, of: TypeOf) -> PgType | None:
     """NULLIF returns the first argument of its implied ``=``, which PostgreSQL promotes to the second's
-    numeric type (``nullif(1, 1.5)`` is a numeric)."""
+    numeric type where no ``=`` takes the two as they are (``nullif(1, 1.5)`` is a numeric); integers of two
+    widths and floats of two widths have such operators (``nullif(int4, int8)`` is an int4)."""
     first, second = of(node.this), of(node.expression) if isinstance(node.expression, exp.Expr) else None
-    if first is not None and second is not None and first.number and second.number:
-        return common([first, second])
-    return first
+    if first is None or second is None or not first.number or not second.number:
+        return first
+    if first.integer and second.integer or first.floating and second.floating:
+        return first
+    return common([first, second])
 
 
 def _array_of_arg(node: exp.Func, of: TypeOf) -> PgType | None:
@@ -217,6 +220,16 @@ def _mod(node: exp.Func, of: TypeOf) -> PgType | None:
 def _int_or_numeric(node: exp.Func, of: TypeOf) -> PgType | None:
     arg = _arg(node, of)
     return arg if arg is not None and (arg.integer or arg.numeric) else None
+
+
+def _gcd(node: exp.Func, of: TypeOf) -> PgType | None:
+    """gcd/lcm exist for int4, int8 and numeric: a smallint is promoted to int4 (``gcd(int2, int2)`` is int4)."""
+    args = [of(a) for a in (node.this, node.expression, *node.expressions) if isinstance(a, exp.Expr)]
+    if not args or any(a is None or not (a.integer or a.numeric) for a in args):
+        return None
+    if any(a is not None and a.numeric for a in args):
+        return _int_or_numeric(node, of)
+    return INT8 if any(a is not None and a.is_("int8") for a in args) else INT4
 
 
 def _sign(node: exp.Func, of: TypeOf) -> PgType | None:
@@ -425,8 +438,8 @@ _BY_NAME: dict[str, Rule | PgType] = {
     "to_timestamp": TIMESTAMPTZ,
     "quote_literal": TEXT,
     "quote_nullable": TEXT,
-    "gcd": _int_or_numeric,
-    "lcm": _int_or_numeric,
+    "gcd": _gcd,
+    "lcm": _gcd,
     "age": _age,
     "clock_timestamp": TIMESTAMPTZ,
     "statement_timestamp": TIMESTAMPTZ,

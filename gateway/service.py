@@ -238,7 +238,7 @@ class Gateway:
                     self._check_calls(statement.sql, statement.ast, listing)  # calls as PostgreSQL reads them
                     self.guard.check(statement.ast, statement.start)  # and as sqlglot reads it
                     pggrammar.check(statement.sql, statement.ast)  # PostgreSQL's syntax errors, every route
-                    routed = self.router.route(statement.ast, max_rows, listing, text, zone)
+                    routed = self._route(statement, max_rows, listing, text, zone, deadline)
             except RecursionError:  # sqlglot copies and writes SQL recursively
                 raise parse_mod.too_deep() from None
             if routed.route == DUCKDB_ROUTE and text is not None and self.postgres:
@@ -251,6 +251,26 @@ class Gateway:
             if routed.pgs:
                 pg_scan = self._pg_lookup(leases)
         return statement, self.router.render(routed, listing, scan, pg_scan)
+
+    def _route(
+        self,
+        statement: parse_mod.Statement,
+        max_rows: int | None,
+        listing: dict[tuple[str, str], str | None],
+        text: str | None,
+        zone: str,
+        deadline: float | None,
+    ) -> Routed:
+        """The guarded statement routed; where the DuckDB route's rewrite refuses or fails it, PostgreSQL's own
+        analysis error (if it has one) is the answer, as it would be for the user (a type error before a
+        construct the lake route cannot compute)."""
+        assert statement.ast is not None
+        try:
+            return self.router.route(statement.ast, max_rows, listing, text, zone)
+        except BadRequest as exc:
+            if text is not None and self.postgres and not isinstance(exc, Forbidden):
+                self._postgres_check(text, statement.ast, listing, zone, deadline)
+            raise
 
     def _postgres_check(
         self,
@@ -268,7 +288,13 @@ class Gateway:
             return str(source) if source in self.postgres else None
 
         pgcheck.check(
-            sql, ast, zone, lambda table: self.catalog.resolve(table, listing), lake_source, self.postgres, deadline
+            sql,
+            ast,
+            zone,
+            lambda table: self.catalog.resolve(table, listing),
+            lake_source,
+            self.postgres,
+            deadline,
         )
 
     def _check_calls(

@@ -72,8 +72,43 @@ def _invalid_input(kind: str, value: str) -> tuple[str, str]:
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str] | None]]
 
+#: what PostgreSQL's numeric holds (up to 1000 digits, infinities) and DuckDB's DECIMAL(38) does not
+_PAST_38 = (
+    "a numeric computation past DuckDB's 38 digits (PostgreSQL's numeric has up to 1000) cannot be computed "
+    "exactly as PostgreSQL does on the lake route (DuckDB); run it on a PostgreSQL source, or cast to double "
+    "precision"
+)
+
+
+def _numeric_input(value: str) -> tuple[str, str]:
+    """DuckDB refused a numeric PostgreSQL reads (``1e+300``, ``-Infinity``): the lake route's limit, named."""
+    return "0A000", f"the numeric {value} (PostgreSQL's numeric holds it, DuckDB's decimal(38) does not) " + (
+        "cannot be computed exactly as PostgreSQL does on the lake route (DuckDB); run it on a PostgreSQL source"
+    )
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 _RULES: list[Rule] = [
     (re.compile(r"division by zero"), lambda m: ("22012", "division by zero")),
+    (
+        re.compile(
+            r"Overflow in HUGEINT (?:addition|subtraction|multiplication)|Needed (?:width|scale) \d+ to accurately "
+            r"represent|Overflow in (?:addition|subtraction|multiplication) of DECIMAL\(38|Could not cast value "
+            r"-?\d+ to DECIMAL\(38"
+        ),
+        lambda m: ("0A000", _PAST_38),
+    ),
+    (
+        re.compile(r'invalid input syntax for type numeric: "(.*)"$', re.DOTALL),
+        lambda m: _numeric_input(m.group(1)) if _is_float(m.group(1)) else None,
+    ),
     (re.compile(r"value out of range: (overflow|underflow)"), lambda m: ("22003", m.group(0))),
     (
         re.compile(r'invalid input syntax for type ([\w ]+): "(.*)"', re.DOTALL),
@@ -253,8 +288,9 @@ def postgres_error(message: str) -> tuple[str, str] | None:
     text = re.sub(r"^[\w ]*Error: ", "", message, count=1).strip()
     for pattern, make in _RULES:
         match = pattern.search(text)
-        if match:
-            return make(match)
+        found = make(match) if match else None
+        if found is not None:  # a rule may pass a message on to the next (None)
+            return found
     if text.startswith(_REGEX):
         return "2201B", f"invalid regular expression: {text}"
     return None

@@ -38,7 +38,9 @@ MACROS = (
     "CREATE MACRO pg_div(a, b) AS CASE WHEN a IS NULL THEN NULL WHEN b = 0 THEN error('division by zero') "
     "WHEN starts_with(typeof(a), 'DECIMAL') OR starts_with(typeof(b), 'DECIMAL') "
     f"THEN error('division of numeric values whose types the gateway cannot tell{_NOT_EXACT}') ELSE a / b END",
+    # an integer modulo -1 is 0 (PostgreSQL's int4mod spares the minimum value's overflow; DuckDB raised one)
     "CREATE MACRO pg_mod(a, b) AS CASE WHEN a IS NULL THEN NULL WHEN b = 0 THEN error('division by zero') "
+    "WHEN b = -1 AND typeof(a) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT') THEN a - a "
     "ELSE a % b END",
     # unconstrained numerics (DECIMAL(38, 18) on the lake route) as their values' own digits: PostgreSQL's
     # result scales follow the display scale of each value (trailing zeros a value was written with are lost)

@@ -263,6 +263,10 @@ FUNCTIONS: dict[str, tuple[Sig, ...]] = {
         ("power($0, 2)", ("float",)),
     ),
     "text": (
+        ("pg_typeof($0)::text", ("numeric",)),  # PostgreSQL's name of the argument's type
+        ("pg_typeof($0)::text", ("int",)),
+        ("pg_typeof($0)::text", ("float",)),
+        ("pg_typeof($0)::text", ("textarr",)),
         ("upper($0)", ("text",)),
         ("lower($0)", ("text",)),
         ("initcap($0)", ("text",)),
