@@ -168,7 +168,8 @@ REFUSED = [
     ("SELECT 1" + "0" * 131072, 400, "22003", "value overflows numeric format"),
     # DuckDB reads it as a double (it answered Infinity); ORDER BY with it was a 500
     ("SELECT 1" + "1" * 5000, 400, "0A000", "(5001 characters) (more than 38 digits)"),
-    ("SELECT 1 ORDER BY 1" + "0" * 5000, 400, "0A000", "(5001 characters) (more than 38 digits)"),
+    # (PostgreSQL's own analysis error comes before the lake route's refusal)
+    ("SELECT 1 ORDER BY 1" + "0" * 5000, 400, "42601", "non-integer constant in ORDER BY"),
     # a volatile argument would be computed once for the check and again for the call
     (
         "SELECT regexp_replace('aaa', CASE WHEN random() < 2 THEN 'a' END, 'b')",

@@ -22,3 +22,5 @@ SELECT a.iv AS r2 FROM {fz_time} AS a WHERE JUSTIFY_DAYS(a.iv) <> a.iv
 SELECT - -2147483648 FROM {fz_num} AS a JOIN {fz_arr} AS b ON a.k = b.k
 -- [lake] x = ANY('{}') is false in DuckDB without evaluating x; PostgreSQL evaluates x (and raises)
 SELECT a.ts FROM {fz_time} AS a WHERE CAST(EXTRACT(YEAR FROM a.d) AS INT) = ANY('{}')
+-- [lake] a float4 min() over an outer join: PostgreSQL -3.4e+38, the gateway -3.3999999521443642e+38 (shown as double?)
+SELECT a.id, MIN(b.f4) FROM {fz_num} AS a LEFT JOIN {fz_num} AS b ON a.id = b.k + 1 GROUP BY 1
