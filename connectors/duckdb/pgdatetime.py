@@ -20,6 +20,10 @@ _DAY = 86_400_000_000  #: microseconds
 
 MACROS: tuple[str, ...] = (
     "CREATE MACRO pg_interval_months(iv) AS datepart('year', iv) * 12 + datepart('month', iv)",
+    # PostgreSQL compares intervals as one span (interval_cmp_value: a month is 30 days, a day 24 hours):
+    # '1 mon -1 day' = '29 days'; DuckDB carries days into months and compared them unequal
+    "CREATE MACRO pg_interval_span(iv) AS (pg_interval_months(iv)::HUGEINT * 30 + datepart('day', iv)) "
+    "* 86400000000 + pg_interval_usecs(iv)",
     # the microseconds field (DuckDB's 'microseconds' part is the seconds' share only)
     "CREATE MACRO pg_interval_usecs(iv) AS datepart('hour', iv)::BIGINT * 3600000000 "
     "+ datepart('minute', iv)::BIGINT * 60000000 + datepart('microseconds', iv)",

@@ -14,10 +14,10 @@ SELECT CAST('00:00:00' AS TIME) + b.iv - AGE('-infinity', '2000-01-01 00:00:00')
 -- [lake] PostgreSQL raised SQLSTATE 2201G (operand, lower bound, and upper bound cannot be NaN), the gateway answered:
 -- DuckDB folds x = ANY(empty array) to false without evaluating x
 SELECT a.b FROM {fz_num} AS a WHERE WIDTH_BUCKET(a.f8, 0, 100, 5) = ANY('{}')
--- [lake] the 30-minute run of 23f66a8: DuckDB compares intervals of mixed-sign fields otherwise than PostgreSQL
--- ('1 mon -1 day' = '29 days' is true in PostgreSQL: one 128-bit span; DuckDB compares months first), in =, <>,
--- BETWEEN, EXCEPT and (likely) GROUP BY / DISTINCT
-SELECT a.iv AS r2 FROM {fz_time} AS a WHERE JUSTIFY_DAYS(a.iv) <> a.iv
+-- [lake] the 30-minute run of 23f66a8: DuckDB groups intervals of mixed-sign fields otherwise than PostgreSQL
+-- ('1 mon -1 day' and '29 days' are one value in PostgreSQL: one span); comparisons are fixed (pg_interval_span),
+-- EXCEPT / INTERSECT / UNION / DISTINCT / GROUP BY are not
+SELECT a.iv FROM {fz_time} AS a EXCEPT SELECT JUSTIFY_DAYS(b.iv) FROM {fz_time} AS b
 -- [lake] - -2147483648 is a bigint in PostgreSQL (the inner constant's minus is folded into its text)
 SELECT - -2147483648 FROM {fz_num} AS a JOIN {fz_arr} AS b ON a.k = b.k
 -- [lake] x = ANY('{}') is false in DuckDB without evaluating x; PostgreSQL evaluates x (and raises)

@@ -120,3 +120,7 @@ SELECT CAST(a.f8 AS DECIMAL) FROM {fz_num} AS a GROUP BY 1
 SELECT '\x', a.nu - a.i4 FROM {fz_num} AS a GROUP BY 1, 2
 -- gcd/lcm of a smallint is an int4 (there is no gcd(int2, int2))
 SELECT GCD(CAST(a.k AS SMALLINT), a.id), GCD(a.i2, a.i2), LCM(CAST(3 AS SMALLINT), 4), GCD(a.i8, 6) FROM {fz_num} AS a WHERE a.id < 4
+-- two intervals compare as PostgreSQL's one span of each ('1 mon -1 day' = '29 days'; DuckDB said false)
+SELECT a.iv AS r2 FROM {fz_time} AS a WHERE JUSTIFY_DAYS(a.iv) <> a.iv
+SELECT 'x' FROM {fz_time} AS a LEFT JOIN {fz_txt} AS b ON a.k = b.k WHERE a.iv BETWEEN MAKE_INTERVAL(days => 10) AND JUSTIFY_DAYS(a.iv)
+SELECT a.id, a.iv > '1 day', a.iv = INTERVAL '29 days', '1 mon -1 day' = a.iv, a.iv IS DISTINCT FROM '1 mon -1 day' FROM {fz_time} AS a
