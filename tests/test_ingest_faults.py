@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from lakegate import embedded
 from lakegate.connectors.changes import parse_lsn
 from tests.lakehelp import (
     assert_lake_equals_source,
@@ -151,12 +152,22 @@ def test_sigterm_flushes_and_stops_cleanly_and_a_second_signal_stops_at_once(
     assert_lake_equals_source(pg, settings, "public.orders")
 
 
-def test_reconnects_after_dropped_connection_and_server_restart(pg_server, pg_dsn, lake_dir) -> None:
-    with psycopg.connect(pg_dsn, autocommit=True) as pg:
+def test_reconnects_after_dropped_connection_and_server_restart(tmp_path, lake_dir) -> None:
+    # a server of its own: a restart ends every connection to it, and the session's server is shared with the
+    # session-long gateways of other test files (which run in any order on the pytest-xdist workers)
+    server = embedded.start(tmp_path / "pg", {"fsync": "off", "synchronous_commit": "off"})
+    try:
+        _reconnects(server, server.dsn(), lake_dir)
+    finally:
+        server.stop("immediate")
+
+
+def _reconnects(server, dsn: str, lake_dir) -> None:
+    with psycopg.connect(dsn, autocommit=True) as pg:
         _setup(pg)
-    settings = make_settings(pg_dsn, lake_dir, ["public.orders", "public.audit"])
+    settings = make_settings(dsn, lake_dir, ["public.orders", "public.audit"])
     with running_worker(settings) as worker:
-        with psycopg.connect(pg_dsn, autocommit=True) as pg:
+        with psycopg.connect(dsn, autocommit=True) as pg:
             wait_caught_up(pg)
             pg.execute(
                 "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
@@ -164,8 +175,8 @@ def test_reconnects_after_dropped_connection_and_server_restart(pg_server, pg_ds
             )
             pg.execute("UPDATE orders SET status = 'after terminate' WHERE id % 2 = 0")
         flushes = worker.flushes
-        pg_server.restart("fast")
-        with psycopg.connect(pg_dsn, autocommit=True) as pg:
+        server.restart("fast")
+        with psycopg.connect(dsn, autocommit=True) as pg:
             pg.execute("DELETE FROM orders WHERE id % 5 = 0")
             wait_caught_up(pg, timeout=120)
             assert worker.flushes > flushes
@@ -260,7 +271,9 @@ def test_a_huge_transaction_is_flushed_in_parts_and_survives_a_kill_between_them
             if s.summary and "lakegate.lsn" in s.summary.additional_properties
         ]
 
-    def files() -> int:  # the parts are written to storage (staged) before the transaction commits (issue 11.7)
+    def files() -> (
+        int
+    ):  # the parts are written to storage (staged) before the transaction commits (issue 11.7)
         return len(list((Path(settings.lake.warehouse) / "public" / "big__changelog").rglob("*.parquet")))
 
     before, written = stamps(), files()
