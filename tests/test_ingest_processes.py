@@ -145,7 +145,9 @@ def test_writer_processes_compact_and_expire_their_tables_and_lose_nothing(
         assert changes.num_rows == 30 + 3 * rounds - 1, f"{ref}: changes lost or doubled by the upkeep"
         for lake in (table.changelog, table.state):
             snapshots = len(lake.metadata.snapshots)
-            assert snapshots <= keep + every + every // 2 + 2, f"{ref}: {snapshots} snapshots kept; expiry did not run"
+            # without expiry every round leaves one or more; how many commits land between two expiries depends
+            # on the machine's load (14 on a loaded 2-core CI run), so the bound is well below the round count
+            assert snapshots < rounds // 2, f"{ref}: {snapshots} snapshots kept; expiry did not run"
             used = referenced_paths(lake)
             assert all(os.path.exists(p.removeprefix("file://")) for p in used), f"{ref}: a referenced file is gone"
         files = len(list(table.changelog.scan().plan_files()))
