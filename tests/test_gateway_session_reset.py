@@ -7,6 +7,7 @@ the reset cannot undo, that the session was closed instead of reused."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -307,3 +308,34 @@ def test_a_session_whose_reset_fails_is_discarded(engine: PostgresEngine, pg: ps
         assert nxt.execute("SELECT 41 + 1").fetchall() == [(42,)]
     finally:
         engine.release(nxt)
+
+
+def test_sessions_the_server_ended_while_pooled_are_replaced_without_failing_a_request(pg_dsn: str) -> None:
+    """A source restart (or ``pg_terminate_backend``) ends every idle pooled session with FATAL 57P01; the next
+    requests must each get a working session, not a 503 for every dead one still in the pool."""
+    engine = PostgresEngine("pg", pg_dsn, pool_size=3)
+    try:
+        held = [engine.connection() for _ in range(3)]  # three sessions in the pool
+        pids = {_pid(conn) for conn in held}
+        for conn in held:
+            engine.release(conn)
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                (sorted(pids),),
+            ).fetchone()
+            assert ended == (3,)
+            for _ in range(200):  # the backends are gone, their FATAL message sent
+                left = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (sorted(pids),))
+                if left.fetchone() == (0,):
+                    break
+                time.sleep(0.05)
+        for _ in range(4):  # more requests than dead sessions, each served
+            result = engine.run("SELECT pg_backend_pid() AS pid", timeout=10.0)
+            try:
+                (pid,) = [v for batch in result for v in batch.column(0).to_pylist()]
+            finally:
+                result.close()
+            assert pid not in pids
+    finally:
+        engine.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -178,7 +179,7 @@ class PostgresEngine:
             left = max(end - time.monotonic(), 0.001)
             healthy = self._reached > self._unreachable[0]
             try:
-                return self._pool.getconn(timeout=left if healthy else min(left, FAIL_FAST_POLL))
+                conn = self._pool.getconn(timeout=left if healthy else min(left, FAIL_FAST_POLL))
             except PoolTimeout as exc:
                 if self.refused:
                     raise QueryError(self.refused, PERMISSION, engine="postgres") from exc
@@ -197,6 +198,9 @@ class PostgresEngine:
                     UNAVAILABLE,
                     engine="postgres",
                 ) from exc
+            if _alive(conn):
+                return conn
+            self._pool.putconn(conn)  # closed: the pool drops it and opens another in the background
 
     def _configure(self, conn: psycopg.Connection) -> None:
         """Every new session: when only readers are accepted, a role that is more is refused (it may have been
@@ -305,6 +309,26 @@ class PostgresEngine:
     def close(self) -> None:
         if self._opened:
             self._pool.close()
+
+
+def _alive(conn: psycopg.Connection) -> bool:
+    """Whether a session taken from the pool still works; a dead one is closed. A session the server ended while
+    it was idle in the pool (a restart, ``pg_terminate_backend``, ``idle_session_timeout``) has something to read
+    on its socket, the FATAL message or the end of the stream, where a live idle one has nothing (short of a
+    notice): only then does a round trip tell which, so the healthy path costs one ``select`` and no round trip
+    (psycopg_pool's own ``check`` makes a round trip on every checkout, and sleeps a second or more after each
+    dead session it finds)."""
+    try:
+        if conn.closed:
+            return False
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        if readable:
+            conn.execute("")
+        return True
+    except (psycopg.Error, OSError, ValueError):
+        with suppress(psycopg.Error):
+            conn.close()
+        return False
 
 
 def _describe(conn: psycopg.Connection, sql: str) -> list[Column]:
