@@ -162,6 +162,9 @@ def _quantified(node: exp.Expr, types: Typer) -> exp.Expr | None:
     inner = array.this if isinstance(array, exp.Paren) else array
     if isinstance(inner, exp.Query | exp.Subquery):
         return None
+    if isinstance(inner, exp.Null):  # x = ANY(NULL) is NULL, x evaluated (DuckDB: false, x not evaluated)
+        test = exp.If(this=exp.Is(this=node.this, expression=exp.Null()), true=cast(exp.Null(), "BOOLEAN"))
+        return exp.Case(ifs=[test])
     if isinstance(inner, exp.Literal) and inner.is_string:  # x = ANY('{1,2}'): an array of x's type
         inner, literal_type = _quantified_literal(node, inner, types.of(node.this))
         if name not in ("eq", "ne") and literal_type.elem.string:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import cast
 
 from sqlglot import exp
@@ -81,7 +82,8 @@ def numbers(sql: str, tokens: list[Token]) -> list[Token]:
         while last + 1 < len(tokens) and tokens[last + 1].end < match.end():
             last += 1
         plain = written.replace("_", "")
-        text = str(int(plain, 0)) if plain[:2].lower() in _RADIX else plain
+        # through Decimal: str() of an int of more than 4,300 digits raises (Python's conversion limit)
+        text = str(Decimal(int(plain, 0))) if plain[:2].lower() in _RADIX else plain
         out.append(
             Token(TokenType.NUMBER, text, tokens[last].line, tokens[last].col, token.start, match.end() - 1)
         )
@@ -252,7 +254,66 @@ def parse_tokens(sql: str, tokens: list[Token]) -> exp.Expression:
             f"only one statement per request is allowed; this request holds {len(statements)} "
             "(separated by ';')"
         )
-    return cast(exp.Expression, statements[0])
+    return quantified_first(fold_negations(cast(exp.Expression, statements[0])))
+
+
+def fold_negations(tree: exp.Expression) -> exp.Expression:
+    """PostgreSQL's grammar folds a unary minus into the number it negates (``doNegate``), through parentheses
+    and again for each minus: ``- -2147483648`` and ``-(-2147483648)`` are the constant 2147483648, a bigint,
+    where negating the integer -2147483648 overflows (the lake route's error). Each chain of minuses over a
+    number becomes the number, or one minus over it."""
+    for node in list(tree.walk()):
+        if not isinstance(node, exp.Neg) or isinstance(_outer(node), exp.Neg):
+            continue
+        signs, inner = 0, node
+        while isinstance(inner, exp.Neg | exp.Paren):
+            signs += isinstance(inner, exp.Neg)
+            inner = inner.this
+        if signs > 1 and isinstance(inner, exp.Literal) and not inner.is_string:
+            folded = inner.copy() if signs % 2 == 0 else exp.Neg(this=inner.copy())
+            if node is tree:
+                return folded
+            node.replace(folded)
+    return tree
+
+
+#: comparisons PostgreSQL's grammar quantifies (``x <op> ANY/ALL (...)``)
+_QUANTIFIED = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Like, exp.ILike)
+#: operators whose left operand is their ``this`` (the spine :func:`quantified_first` climbs)
+_LEFT_OPERAND = (exp.Binary, exp.In, exp.Between)
+
+
+def quantified_first(tree: exp.Expression) -> exp.Expression:
+    """``x = ANY(a) IN (...)`` is ``(x = ANY(a)) IN (...)`` in PostgreSQL's grammar (the quantified comparison is
+    one production, complete at its closing parenthesis, before any operator after it); sqlglot reads
+    ``x = (ANY(a) IN (...))``, which answered true where PostgreSQL answers NULL. Such a comparison is moved
+    back under the operators that followed it."""
+    for node in list(tree.walk()):
+        if not isinstance(node, _QUANTIFIED):
+            continue
+        spine: list[exp.Expr] = []
+        right = node.expression
+        while isinstance(right, _LEFT_OPERAND) and not isinstance(right, exp.Connector):
+            spine.append(right)
+            right = right.this
+        if not spine or not isinstance(right, exp.Any | exp.All):
+            continue
+        top = spine[0]
+        spine[-1].set("this", exp.Paren(this=type(node)(this=node.this, expression=right)))
+        if node is tree:
+            top.pop()
+            tree = cast(exp.Expression, top)
+        else:
+            node.replace(top)
+    return tree
+
+
+def _outer(node: exp.Expr) -> exp.Expr | None:
+    """The nearest ancestor of ``node`` that is not a parenthesis."""
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    return parent
 
 
 def too_deep() -> BadRequest:

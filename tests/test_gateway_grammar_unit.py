@@ -64,6 +64,10 @@ def test_time_travel_is_the_gateways_own_clause_and_is_not_checked() -> None:
         (".5", "0.5"),
         ("x'1F'", "x'1F'"),  # bit strings stay bit strings
         ("12abc", "12 AS abc"),  # PostgreSQL 16 raises; the source's EXPLAIN (gateway.pgcheck) says so
+        ("- -2147483648", "2147483648"),  # PostgreSQL folds each minus into the constant (a bigint here)
+        ("-(-(2))", "2"),
+        ("- - -5", "-5"),
+        ("1 - -2", "1 - -2"),
     ],
 )
 def test_numbers_read_as_postgresql_16_reads_them(written: str, read: str) -> None:
@@ -73,3 +77,14 @@ def test_numbers_read_as_postgresql_16_reads_them(written: str, read: str) -> No
 
     ast = parse.parse(f"SELECT {written}").ast
     assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {read}"
+
+
+def test_a_radix_integer_past_pythons_digit_limit_is_read() -> None:
+    """``0x`` and 4,000 hex digits is a number of 4,817 digits: past the 4,300 Python converts an int to text
+    by default, which raised a ValueError (an HTTP 500)."""
+    from decimal import Decimal
+
+    from lakegate.gateway import parse
+
+    ast = parse.parse("SELECT 0x" + "F" * 4000).ast
+    assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {Decimal(16**4000 - 1)}"

@@ -223,12 +223,13 @@ MACROS = (
     "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
     "CREATE MACRO overlay(s, r, f) AS left(s, f - 1) || r || substr(s, f + length(r)), "
     "(s, r, f, n) AS left(s, f - 1) || r || substr(s, f + n)",
-    # x = ANY/ALL(array) with SQL's NULLs
-    "CREATE MACRO pg_eq_any(x, a) AS CASE WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN false "
-    "WHEN x IS NULL THEN NULL WHEN list_contains(a, x) THEN true "
+    # x = ANY/ALL(array) with SQL's NULLs. x is looked at first: PostgreSQL evaluates it whatever the array (its
+    # error is raised for an empty or NULL one too), where DuckDB skips it for a constant empty list.
+    "CREATE MACRO pg_eq_any(x, a) AS CASE WHEN x IS NULL THEN CASE WHEN len(a) = 0 THEN false END "
+    "WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN false WHEN list_contains(a, x) THEN true "
     "WHEN list_contains(list_transform(a, lambda e: e IS NULL), true) THEN NULL ELSE false END",
-    "CREATE MACRO pg_eq_all(x, a) AS CASE WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN true "
-    "WHEN x IS NULL THEN NULL "
+    "CREATE MACRO pg_eq_all(x, a) AS CASE WHEN x IS NULL THEN CASE WHEN len(a) = 0 THEN true END "
+    "WHEN a IS NULL THEN NULL WHEN len(a) = 0 THEN true "
     "WHEN list_contains(list_transform(a, lambda e: e IS NOT NULL AND e <> x), true) THEN false "
     "WHEN list_contains(list_transform(a, lambda e: e IS NULL), true) THEN NULL ELSE true END",
     "CREATE MACRO pg_bools_any(b) AS CASE WHEN b IS NULL THEN NULL WHEN list_contains(b, true) THEN true "
@@ -236,16 +237,13 @@ MACROS = (
     "CREATE MACRO pg_bools_all(b) AS CASE WHEN b IS NULL THEN NULL WHEN list_contains(b, false) THEN false "
     "WHEN list_count(b) < len(b) THEN NULL ELSE true END",
     # x <op> ANY/ALL(array): NULL for a NULL array, else true/false/NULL over the comparisons as SQL's OR/AND
-    "CREATE MACRO pg_ne_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x <> e))",
-    "CREATE MACRO pg_ne_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x <> e))",
-    "CREATE MACRO pg_lt_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x < e))",
-    "CREATE MACRO pg_lt_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x < e))",
-    "CREATE MACRO pg_le_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x <= e))",
-    "CREATE MACRO pg_le_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x <= e))",
-    "CREATE MACRO pg_gt_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x > e))",
-    "CREATE MACRO pg_gt_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x > e))",
-    "CREATE MACRO pg_ge_any(x, a) AS pg_bools_any(list_transform(a, lambda e: x >= e))",
-    "CREATE MACRO pg_ge_all(x, a) AS pg_bools_all(list_transform(a, lambda e: x >= e))",
+    # (x evaluated first, as above)
+    *(
+        f"CREATE MACRO pg_{name}_{kind}(x, a) AS CASE WHEN x IS NULL THEN CASE WHEN len(a) = 0 THEN {empty} END "
+        f"ELSE pg_bools_{kind}(list_transform(a, lambda e: x {op} e)) END"
+        for name, op in (("ne", "<>"), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))
+        for kind, empty in (("any", "false"), ("all", "true"))
+    ),
     # case mapping as libc's towupper/towlower (PostgreSQL's with a libc collation): ß stays ß (DuckDB: ẞ)
     "CREATE MACRO pg_upper(s) AS replace(upper(replace(s, 'ß', chr(57344))), chr(57344), 'ß')",
     "CREATE MACRO pg_initcap(s) AS array_to_string(list_transform(range(1, length(s) + 1), lambda i: "
