@@ -65,7 +65,8 @@ def _compared(node: exp.Expr, types: Typer) -> exp.Expr | None:
         if not (_interval(low, types, True) and _interval(high, types, True)):
             return None
         assert low is not None and high is not None
-        return exp.Between(this=_span(node.this, types), low=_span(low, types), high=_span(high, types))
+        spans = {"this": _span(node.this, types), "low": _span(low, types), "high": _span(high, types)}
+        return exp.Between(**{**node.args, **spans})  # SYMMETRIC kept
     return None
 
 

@@ -250,18 +250,23 @@ def _refuse_ungrouped(text: exp.Expr, value: exp.Expr, select: exp.Select) -> No
             continue
         if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.this) <= len(select.expressions):
             key = select.expressions[int(key.this) - 1].unalias()
-        keys.add(key.sql())
+        keys.add(_bare(key))
     for column in text.find_all(exp.Column):
         if column.find_ancestor(exp.AggFunc, exp.Window) is not None:
             continue
         node: exp.Expr | None = column
-        while node is not None and node.sql() not in keys:
+        while node is not None and _bare(node) not in keys:
             node = node.parent
         if node is None:
             raise refusal(
                 value,
                 "a numeric computed from columns as a GROUP BY key (its display scale varies per value)",
             )
+
+
+def _bare(node: exp.Expr) -> str:
+    """``node``'s SQL with its columns unqualified (``t.nu`` and ``nu`` name one GROUP BY key)."""
+    return node.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n).sql()
 
 
 def _grouped(select: exp.Select) -> bool:

@@ -299,7 +299,7 @@
 200 || {"search_path":["lake","pg"]} || - || {"endpoint": "schema"}
 200 || {"route":"gateway","source":null,"tables":[],"engines":[],"views":{},"plan":"answered by the gateway (SHOW)"} || SHOW TABLES || {"endpoint": "explain"}
 # --- 9.8 results over max_result_bytes (2 MiB here) fail before they are materialised, on both routes
-413 || larger than || SELECT a, repeat('x', 1000) AS filler FROM generate_series(1, 300000) a
+413 || larger than || SELECT a, repeat('x', 1000) AS filler FROM generate_series(1, 300000) a || {"timeout_ms": 30000}
 413 || larger than || SELECT repeat('x', 3000000) AS big FROM pg.public.secrets LIMIT 1
 413 || larger than || SELECT string_agg(repeat('x', 10000), '') AS big FROM pg.public.secrets, generate_series(1, 300) g
 413 || larger than || SELECT string_agg(repeat('x', 10000), '') AS big FROM lake.public.facts, generate_series(1, 3) g
