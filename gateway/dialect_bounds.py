@@ -220,7 +220,8 @@ def _like_site(
 # ---------------------------------------------------------------------------------------------- volatile
 
 
-def _volatile(node: exp.Expr) -> bool:
+def volatile(node: exp.Expr) -> bool:
+    """Whether ``node`` is itself a call of a volatile function (``random()``, ``gen_random_uuid()`` ...)."""
     if isinstance(node, exp.Rand | exp.Uuid):
         return True
     return isinstance(node, exp.Anonymous) and node.name.lower() in VOLATILE
@@ -242,7 +243,7 @@ def _refuse_volatile_arguments(ast: exp.Expr) -> None:
     """A volatile call inside the arguments of a function whose bound is checked by a CASE is refused."""
     seen: set[int] = set()
     for node in ast.walk():
-        if not _volatile(node):
+        if not volatile(node):
             continue
         ancestor = node.parent
         while ancestor is not None:  # a scalar subquery in an argument is computed twice too

@@ -217,19 +217,16 @@ def _mod(node: exp.Func, of: TypeOf) -> PgType | None:
     return arithmetic(of(node.this), of(node.expression))
 
 
-def _int_or_numeric(node: exp.Func, of: TypeOf) -> PgType | None:
-    arg = _arg(node, of)
-    return arg if arg is not None and (arg.integer or arg.numeric) else None
-
-
 def _gcd(node: exp.Func, of: TypeOf) -> PgType | None:
-    """gcd/lcm exist for int4, int8 and numeric: a smallint is promoted to int4 (``gcd(int2, int2)`` is int4)."""
+    """gcd/lcm exist for int4, int8 and numeric: a smallint is promoted to int4 (``gcd(int2, int2)`` is int4),
+    any numeric argument makes both numeric (``gcd(int4, numeric)`` is a numeric without typmod)."""
     args = [of(a) for a in (node.this, node.expression, *node.expressions) if isinstance(a, exp.Expr)]
-    if not args or any(a is None or not (a.integer or a.numeric) for a in args):
+    known = [a for a in args if a is not None and (a.integer or a.numeric)]
+    if not args or len(known) < len(args):
         return None
-    if any(a is not None and a.numeric for a in args):
-        return _int_or_numeric(node, of)
-    return INT8 if any(a is not None and a.is_("int8") for a in args) else INT4
+    if any(a.numeric for a in known):
+        return PgType("numeric", loose_scale=any(a.loose_scale for a in known))
+    return INT8 if any(a.is_("int8") for a in known) else INT4
 
 
 def _sign(node: exp.Func, of: TypeOf) -> PgType | None:

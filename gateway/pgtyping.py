@@ -332,11 +332,16 @@ class Typer:
 
     def _generator(self, func: exp.Expr, item: exp.Expr) -> list[tuple[str, PgType | None]] | None:
         alias = item.args.get("alias")
-        name = fold(alias.this) if isinstance(alias, exp.TableAlias) and alias.this else "?column?"
+        # unaliased: named after the function (``generate_series``, ``unnest``), as from_items names the item
+        name = (
+            fold(alias.this)
+            if isinstance(alias, exp.TableAlias) and alias.this
+            else pgsignatures.generator_name(func) or "?column?"
+        )
         columns = pgsignatures.generator_columns(func, self.of)
         if columns is None:
             return None
-        if len(columns) == 1:  # a scalar row generator's column is named after the alias
+        if len(columns) == 1:  # a scalar row generator's column is named after the alias or the function
             columns = [(name, columns[0][1])]
         if isinstance(item, exp.Unnest) and item.args.get("offset"):
             columns.append((fold(item.args["offset"]), INT8))
