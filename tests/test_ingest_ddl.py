@@ -22,7 +22,7 @@ def _toast_table(pg: psycopg.Connection, name: str, rows: int = 2000) -> None:
     pg.execute(f"UPDATE {name} SET big = {BIG} WHERE id % 10 = 0")
 
 
-def test_add_column_with_defaults_while_streaming(pg, pg_dsn, lake_dir, caplog) -> None:
+def test_add_column_with_defaults_while_streaming(pg, pg_dsn, lake_dir, caplog, capfd) -> None:
     caplog.set_level(logging.INFO, logger="lakegate")
     _toast_table(pg, "t")
     settings = make_settings(pg_dsn, lake_dir, ["public.t"])
@@ -57,9 +57,9 @@ def test_add_column_with_defaults_while_streaming(pg, pg_dsn, lake_dir, caplog) 
     assert_readers_equal_source(pg, settings, "public.t")
     copies = [r.getMessage() for r in caplog.records if "copying public.t again" in r.getMessage()]
     assert len(copies) == 1 and "'r' was added and PostgreSQL has rewritten" in copies[0], copies
-    backfills = [
-        r.getMessage() for r in caplog.records if "into the rows that existed before" in r.getMessage()
-    ]
+    # writer processes (tests/test_ingest_processes_ddl.py) log to the worker's stderr, not to this process's
+    said = [r.getMessage() for r in caplog.records] + capfd.readouterr().err.splitlines()
+    backfills = {line[line.index("public.t: wrote") :] for line in said if "into the rows that existed before" in line}
     assert len(backfills) == 3, backfills
 
 
