@@ -1,6 +1,7 @@
 """Ingest benchmark: throughput against the raw pgoutput stream, snapshot against COPY, freshness, memory.
 
     python bench/ingest.py [--rows 1000000] [--snapshot-rows 1000000,5000000] [--fresh-seconds 30] [--keep]
+    python bench/ingest.py --oltp [--oltp-seconds 90]    (per-table staleness under a TPC-C load: bench/oltp.py)
 
 Everything runs in one go on an embedded PostgreSQL, so every ratio compares figures measured on the same
 machine in the same minute. Prints a markdown table (the one in README.md).
@@ -468,6 +469,9 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the working directory (PostgreSQL, lake, worker logs) at the end"
     )
+    from bench import oltp  # imported here: it imports this module
+
+    oltp.add_arguments(parser)
     args = parser.parse_args()
     root = workdir("lakegate-bench-ingest-")
     pg = start_postgres(root)
@@ -476,6 +480,9 @@ def main() -> None:
     try:
         if args.only_tables:
             results += many_tables_rows(dsn, root, args)
+            return
+        if args.oltp:  # per-table staleness under a TPC-C-shaped load (bench/oltp.py)
+            results += oltp.rows(dsn, root, args)
             return
         with psycopg.connect(dsn, autocommit=True) as conn:
             for name in ("stream", "fresh"):
