@@ -20,6 +20,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from lakegate.gateway.errors import BadRequest, Forbidden, SqlSyntaxError, UnsupportedQuery
+from lakegate.gateway.parse_intervals import interval_fields
 from lakegate.gateway.pgdialect import DIALECT
 
 # sqlglot logs a warning for every statement it can only parse as an opaque command; the guard refuses those.
@@ -48,7 +49,7 @@ class Statement:
 
 def _tokens(sql: str) -> list[Token]:
     try:
-        return numbers(sql, unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql)))
+        return interval_fields(numbers(sql, unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql))))
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
 

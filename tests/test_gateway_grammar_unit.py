@@ -88,3 +88,23 @@ def test_a_radix_integer_past_pythons_digit_limit_is_read() -> None:
 
     ast = parse.parse("SELECT 0x" + "F" * 4000).ast
     assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {Decimal(16**4000 - 1)}"
+
+
+@pytest.mark.parametrize(
+    "written, read",
+    [
+        ("INTERVAL '3 years 4 months' YEAR", "CAST('3 years 4 months' AS INTERVAL YEAR)"),  # was: AS year
+        ("INTERVAL '1 day 02:03' DAY TO MINUTE AS x", "CAST('1 day 02:03' AS INTERVAL DAY TO MINUTE) AS x"),
+        ("INTERVAL '1.5' SECOND(0)", "CAST('1.5' AS INTERVAL SECOND)"),
+        ("INTERVAL(0) '1.5'", "CAST('1.5' AS INTERVAL SECOND)"),
+        ("x::interval second(0), x::interval(2)", "CAST(x AS INTERVAL SECOND), CAST(x AS INTERVAL SECOND)"),
+        ("INTERVAL '1 day', x::interval", "INTERVAL '1 DAY', CAST(x AS INTERVAL)"),
+    ],
+)
+def test_interval_typmods_read_as_postgresql_reads_them(written: str, read: str) -> None:
+    """An interval's fields and precision after the literal, before it, or after the type (issue 28.6): sqlglot
+    read the first as an alias (a wrong answer) and the others as syntax errors on every route."""
+    from lakegate.gateway import parse
+
+    ast = parse.parse(f"SELECT {written}").ast
+    assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {read}"

@@ -155,3 +155,7 @@ SELECT a.id, lag(100 / a.i4, NULL, 7) OVER (ORDER BY a.id), lead(a.i4 + 1, CASE 
 SELECT count(a.id + g) FILTER (WHERE random() < 0.5) BETWEEN 5000 AND 9000 FROM {fz_num} AS a, generate_series(1, 1000) AS g
 -- gcd/lcm with a numeric argument is numeric
 SELECT pg_typeof(gcd(a.i4, a.nu)), pg_typeof(lcm(a.n, a.i2)) FROM {fz_num} AS a WHERE a.id < 3
+-- interval typmods: INTERVAL '...' YEAR was read as the alias "year" (3 years 4 months); DAY TO MINUTE, SECOND(0),
+-- INTERVAL(0) '...' and ::interval second(0) were syntax errors on every route (the lake route refuses them)
+SELECT INTERVAL '3 years 4 months' YEAR, INTERVAL '1 day 02:03:04' DAY TO MINUTE AS x FROM {fz_num} AS a
+SELECT a.iv::interval second(0), INTERVAL(0) '1.5 seconds' FROM {fz_time} AS a
