@@ -127,6 +127,8 @@ def lake(pg_server, tmp_path_factory) -> Iterator[Lake]:  # type: ignore[no-unty
 
 def _check_every_reader(lake: Lake, spark_reader: SparkReader | None, only: str | None = None) -> None:
     failures = []
+    if only is not None:
+        assert only in readers(spark_reader), f"no reader named {only!r}: nothing would be checked"
     with psycopg.connect(lake.dsn, autocommit=True) as pg:
         for name in TABLES:
             table = lake_table(lake.settings, name)
