@@ -9,8 +9,9 @@ PostgreSQL does. Only a plain number with a unit word is joined: a literal with 
 
 Two intervals compared (``=``, ``<>``, ``<``, ``BETWEEN`` ...) compare PostgreSQL's one span of each
 (``pg_interval_span``: a month is 30 days): ``'1 mon -1 day' = '29 days'`` is true in PostgreSQL, and DuckDB, which
-carries days into months first, said false. (Grouping, DISTINCT and set operations of such intervals still
-follow DuckDB: listed in ``tests/fuzz/open.sql``.)
+carries days into months first, said false; so are ``IN`` lists, sorts (``ORDER BY``, also of windows and
+aggregates) and ``min``/``max``. (Grouping, DISTINCT and set operations of such intervals still follow DuckDB:
+listed in ``tests/fuzz/open.sql``.)
 """
 
 from __future__ import annotations
@@ -67,7 +68,28 @@ def _compared(node: exp.Expr, types: Typer) -> exp.Expr | None:
         assert low is not None and high is not None
         spans = {"this": _span(node.this, types), "low": _span(low, types), "high": _span(high, types)}
         return exp.Between(**{**node.args, **spans})  # SYMMETRIC kept
+    if isinstance(node, exp.In) and node.expressions and _interval(node.this, types, False):
+        if not all(_interval(e, types, True) for e in node.expressions):
+            return None
+        listed = [_span(e, types) for e in node.expressions]
+        return exp.In(**{**node.args, "this": _span(node.this, types), "expressions": listed})
     return None
 
 
-RULES: list[Rule] = [_joined, _compared]
+def _ordered(node: exp.Expr, types: Typer) -> exp.Expr | None:
+    """Intervals sorted, and their min/max, by PostgreSQL's span (DuckDB put '29 days 01:00' before
+    '1 mon -1 day'); of two equal spans PostgreSQL's min/max keep either, as the rows come."""
+    within = node.parent.parent if node.parent is not None else None
+    if (
+        isinstance(node, exp.Ordered)
+        and _interval(node.this, types, False)
+        and not isinstance(within, exp.WithinGroup)  # percentile_*: the value itself is the answer
+    ):
+        return exp.Ordered(**{**node.args, "this": _span(node.this, types)})
+    if isinstance(node, exp.Min | exp.Max) and not node.expressions and _interval(node.this, types, False):
+        pick = "arg_min" if isinstance(node, exp.Min) else "arg_max"
+        return exp.Anonymous(this=pick, expressions=[node.this, _span(node.this.copy(), types)])
+    return None
+
+
+RULES: list[Rule] = [_joined, _compared, _ordered]

@@ -159,3 +159,8 @@ SELECT pg_typeof(gcd(a.i4, a.nu)), pg_typeof(lcm(a.n, a.i2)) FROM {fz_num} AS a 
 -- INTERVAL(0) '...' and ::interval second(0) were syntax errors on every route (the lake route refuses them)
 SELECT INTERVAL '3 years 4 months' YEAR, INTERVAL '1 day 02:03:04' DAY TO MINUTE AS x FROM {fz_num} AS a
 SELECT a.iv::interval second(0), INTERVAL(0) '1.5 seconds' FROM {fz_time} AS a
+-- intervals in IN lists, sorts and min/max by PostgreSQL's span ('1 mon -1 day' is 29 days)
+SELECT a.id FROM {fz_time} AS a WHERE a.iv IN (INTERVAL '29 days', '3 days')
+SELECT a.id, a.iv FROM {fz_time} AS a WHERE a.iv IS NOT NULL ORDER BY a.iv, a.id
+SELECT min(a.iv), max(a.iv), max(a.iv) FILTER (WHERE a.id > 3) FROM {fz_time} AS a
+SELECT string_agg(a.id::text, ',' ORDER BY a.iv, a.id) FROM {fz_time} AS a
