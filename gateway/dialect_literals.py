@@ -1,8 +1,8 @@
 """Literals PostgreSQL writes in forms sqlglot reads alike (a rule of :mod:`lakegate.gateway.dialect`).
 
-``0x1F`` and ``0b101`` are integers (PostgreSQL 16 on), ``x'1F'`` and ``b'101'`` bit strings; sqlglot reads both
-pairs as one node, which DuckDB makes a blob and an integer. The integer forms become their value; the bit
-strings are refused (the lake route has no bit type). A cast to ``interval`` with a field restriction
+``x'1F'`` and ``b'101'`` are bit strings, refused (the lake route has no bit type; DuckDB would make them a blob
+and an integer). ``0x1F`` and ``0b101``, integers from PostgreSQL 16 on, are numbers already
+(:func:`lakegate.gateway.parse.numbers`). A cast to ``interval`` with a field restriction
 (``::interval year``, ``INTERVAL HOUR``) is refused too: PostgreSQL truncates the value to those fields, which
 DuckDB's cast ignores (``'3 years 4 months'::interval year`` answered 40 months).
 """
@@ -12,18 +12,13 @@ from __future__ import annotations
 from sqlglot import exp
 
 from lakegate.gateway.dialect import Rule, refusal
-from lakegate.gateway.pgtyping import Typer, radix_integer
+from lakegate.gateway.pgtyping import Typer
 
 
 def _literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
     if isinstance(node, exp.HexString | exp.BitString):
-        value = radix_integer(node)
-        if value is None:
-            prefix = "X" if isinstance(node, exp.HexString) else "B"
-            raise refusal(
-                node, f"the bit string literal {prefix}'{node.this}' (the lake route has no bit type)"
-            )
-        return exp.Literal.number(value)
+        prefix = "X" if isinstance(node, exp.HexString) else "B"
+        raise refusal(node, f"the bit string literal {prefix}'{node.this}' (the lake route has no bit type)")
     if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
         kind = node.to.this  # INTERVAL YEAR: an Interval in place of the type's name
         unit = kind.args.get("unit") if isinstance(kind, exp.Interval) else None

@@ -166,9 +166,8 @@ class Typer:
             return self.of(node.expressions[0]) if len(node.expressions) == 1 else None
         if isinstance(node, exp.Interval):
             return INTERVAL
-        if isinstance(node, exp.HexString | exp.BitString):
-            value = radix_integer(node)
-            return _integer(value) if value is not None else None  # x'1F' / b'101': a bit string
+        if isinstance(node, exp.HexString | exp.BitString):  # x'1F' / b'101' (0x1F is a number: parse.numbers)
+            return None
         if isinstance(node, exp.ByteString | exp.RawString | exp.National):
             return UNKNOWN
         if isinstance(node, exp.Subquery):
@@ -514,18 +513,6 @@ def output_name(projection: exp.Expr) -> str:
     if isinstance(projection, exp.Column):
         return fold(projection.this)
     return projection.alias_or_name or "?column?"
-
-
-def radix_integer(node: exp.Expr) -> int | None:
-    """The value of an integer literal written ``0x1F`` or ``0b101`` (PostgreSQL 16's), which sqlglot reads as
-    the bit strings ``x'1F'`` and ``b'101'`` are read; None for those (told apart by the text's length)."""
-    if not isinstance(node, exp.HexString | exp.BitString):
-        return None
-    start, end = node.meta.get("start"), node.meta.get("end")
-    digits = node.this
-    if not isinstance(start, int) or not isinstance(end, int) or end - start + 1 != len(digits) + 2:
-        return None
-    return int(digits, 16 if isinstance(node, exp.HexString) else 2)
 
 
 def _literal(node: exp.Literal) -> PgType:
