@@ -18,6 +18,19 @@ import duckdb
 
 _DAY = 86_400_000_000  #: microseconds
 
+def _once(body: str, name: str = "iv") -> str:
+    """``body`` with its argument ``name`` evaluated once: DuckDB expands a macro's argument at each use, so a
+    macro that reads it n times, nested d deep, is n**d copies (justify_hours(justify_days(justify_hours(x)))
+    took 127 s to bind, a request that no time limit could stop). Bound once by a one-element lambda."""
+    return f"list_transform([{name}], lambda {name}: {body})[1]"
+
+
+#: months, days with the time's whole days, and the time left, of ``iv`` (justify_hours, justify_interval)
+_DAY_AND_TIME = (
+    f"pg_interval_months(iv), datepart('day', iv) + pg_whole(pg_interval_usecs(iv), {_DAY}), "
+    f"pg_interval_usecs(iv) % {_DAY}"
+)
+
 MACROS: tuple[str, ...] = (
     "CREATE MACRO pg_interval_months(iv) AS datepart('year', iv) * 12 + datepart('month', iv)",
     # PostgreSQL compares intervals as one span (interval_cmp_value: a month is 30 days, a day 24 hours):
@@ -51,21 +64,22 @@ MACROS: tuple[str, ...] = (
     # justify_hours: whole days out of the time, then day and time of one sign
     f"CREATE MACRO pg_justify_time(m, d, t) AS CASE WHEN d > 0 AND t < 0 THEN pg_interval(m, d - 1, t + {_DAY}) "
     f"WHEN d < 0 AND t > 0 THEN pg_interval(m, d + 1, t - {_DAY}) ELSE pg_interval(m, d, t) END",
-    f"CREATE MACRO justify_hours(iv) AS pg_justify_time(pg_interval_months(iv), "
-    f"datepart('day', iv) + pg_whole(pg_interval_usecs(iv), {_DAY}), pg_interval_usecs(iv) % {_DAY})",
+    "CREATE MACRO justify_hours(iv) AS " + _once(f"pg_justify_time({_DAY_AND_TIME})"),
     # justify_days: whole months (30 days) out of the days, then month and day of one sign
     "CREATE MACRO pg_justify_months(m, d, t) AS CASE WHEN m > 0 AND d < 0 THEN pg_interval(m - 1, d + 30, t) "
     "WHEN m < 0 AND d > 0 THEN pg_interval(m + 1, d - 30, t) ELSE pg_interval(m, d, t) END",
-    "CREATE MACRO justify_days(iv) AS pg_justify_months(pg_interval_months(iv) + "
-    "pg_whole(datepart('day', iv), 30), datepart('day', iv) % 30, pg_interval_usecs(iv))",
+    "CREATE MACRO justify_days(iv) AS "
+    + _once(
+        "pg_justify_months(pg_interval_months(iv) + pg_whole(datepart('day', iv), 30), datepart('day', iv) % 30, "
+        "pg_interval_usecs(iv))"
+    ),
     # justify_interval: both, with the month's sign deciding over the day's and the time's
     "CREATE MACRO pg_justify_all(m, d, t) AS CASE "
     "WHEN m > 0 AND (d < 0 OR d = 0 AND t < 0) THEN pg_justify_time(m - 1, d + 30, t) "
     "WHEN m < 0 AND (d > 0 OR d = 0 AND t > 0) THEN pg_justify_time(m + 1, d - 30, t) "
     "ELSE pg_justify_time(m, d, t) END",
     "CREATE MACRO pg_justify_days_of(m, d, t) AS pg_justify_all(m + pg_whole(d, 30), d % 30, t)",
-    f"CREATE MACRO justify_interval(iv) AS pg_justify_days_of(pg_interval_months(iv), "
-    f"datepart('day', iv) + pg_whole(pg_interval_usecs(iv), {_DAY}), pg_interval_usecs(iv) % {_DAY})",
+    "CREATE MACRO justify_interval(iv) AS " + _once(f"pg_justify_days_of({_DAY_AND_TIME})"),
     # make_interval(years, months, weeks, days, hours, mins, secs): secs rounded to microseconds half to even (rint)
     "CREATE MACRO pg_make_interval(y, mo, w, d, h, mi, s) AS pg_interval(y * 12 + mo, w * 7 + d, "
     "h::BIGINT * 3600000000 + mi::BIGINT * 60000000 + CAST(round_even(CAST(s AS DOUBLE) * 1000000, 0) AS BIGINT))",

@@ -164,3 +164,6 @@ SELECT a.id FROM {fz_time} AS a WHERE a.iv IN (INTERVAL '29 days', '3 days')
 SELECT a.id, a.iv FROM {fz_time} AS a WHERE a.iv IS NOT NULL ORDER BY a.iv, a.id
 SELECT min(a.iv), max(a.iv), max(a.iv) FILTER (WHERE a.id > 3) FROM {fz_time} AS a
 SELECT string_agg(a.id::text, ',' ORDER BY a.iv, a.id) FROM {fz_time} AS a
+-- justify_* nested: each macro expanded its argument ~27 times, so three levels took 127 s to bind (a request no
+-- time limit stops); the argument is now bound once
+SELECT JUSTIFY_HOURS(JUSTIFY_DAYS(JUSTIFY_HOURS(JUSTIFY_INTERVAL(JUSTIFY_DAYS(JUSTIFY_HOURS(a.iv)))))) FROM {fz_time} AS a RIGHT JOIN {fz_time} AS b ON a.id = b.id
