@@ -101,3 +101,4 @@ def _literal(value: exp.Expr) -> exp.Expr | None:
 
 
 RULES.append(_contains)
+

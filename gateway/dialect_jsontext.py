@@ -84,7 +84,10 @@ def _operand_step(operand: exp.Expr, types: Typer, node: exp.Expr) -> exp.Expr:
     if typ is not None and typ.is_("int2", "int4", "int8"):
         return call("to_json", exp.Array(expressions=[cast(operand.copy(), "BIGINT")]))
     if typ is not None and typ.is_("text", "varchar", "bpchar", "unknown", "name"):
-        key = exp.DPipe(this=exp.Literal.string("k"), expression=_text(operand.copy()))
+        text = _text(operand.copy())
+        if typ.is_("bpchar"):  # char(n) as text has no trailing spaces ('a'::char(4) is the key 'a')
+            text = call("rtrim", text, exp.Literal.string(" "))
+        key = exp.DPipe(this=exp.Literal.string("k"), expression=text)
         return call("to_json", exp.Array(expressions=[key]))
     raise refusal(
         node, f"the json operand {operand.sql(dialect='postgres')[:60]} (neither text nor an integer)"
@@ -266,9 +269,12 @@ def _ordering(node: exp.Expr, types: Typer) -> exp.Expr | None:
 
 
 def _projection(value: exp.Expr, node: exp.Expr) -> exp.Expr:
-    """An ORDER BY / GROUP BY position or output name as the select-list item it stands for."""
-    select = node.find_ancestor(exp.Select)
-    if select is None:
+    """An ORDER BY / GROUP BY position or output name as the select-list item it stands for (of a set
+    operation: its first SELECT's)."""
+    select = node.find_ancestor(exp.Select, exp.SetOperation)
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if not isinstance(select, exp.Select):
         return value
     items = select.expressions
     if isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit():

@@ -60,6 +60,11 @@ def _pg_type(name: str) -> str:
 
 
 def _invalid_input(kind: str, value: str) -> tuple[str, str]:
+    if kind == "interval" and value.strip().lower().lstrip("+-") == "infinity":  # PostgreSQL 17's
+        return "0A000", (
+            f"the interval '{value}' (an infinite interval, PostgreSQL 17) cannot be computed exactly as "
+            "PostgreSQL does on the lake route (DuckDB has no infinite intervals); run it on a PostgreSQL source"
+        )
     if kind not in _DATETIME:
         return "22P02", f'invalid input syntax for type {kind}: "{value}"'
     # DuckDB reads fewer forms than PostgreSQL does ('1 day +2 hours', 'Jan 5 2024', ...): say which it reads
@@ -115,6 +120,7 @@ _RULES: list[Rule] = [
         lambda m: _invalid_input(m.group(1), m.group(2)),
     ),
     (re.compile(r"negative substring length not allowed"), lambda m: ("22011", m.group(0))),
+    (re.compile(r"Epoch seconds out of range for TIMESTAMP"), lambda m: ("22008", "timestamp out of range")),
     (
         re.compile(r"Overflow in (?:addition|subtraction|multiplication) of (INT16|INT32|INT64) "),
         lambda m: ("22003", f"{_pg_type(m.group(1))} out of range"),

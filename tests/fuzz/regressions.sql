@@ -167,3 +167,10 @@ SELECT string_agg(a.id::text, ',' ORDER BY a.iv, a.id) FROM {fz_time} AS a
 -- justify_* nested: each macro expanded its argument ~27 times, so three levels took 127 s to bind (a request no
 -- time limit stops); the argument is now bound once
 SELECT JUSTIFY_HOURS(JUSTIFY_DAYS(JUSTIFY_HOURS(JUSTIFY_INTERVAL(JUSTIFY_DAYS(JUSTIFY_HOURS(a.iv)))))) FROM {fz_time} AS a RIGHT JOIN {fz_time} AS b ON a.id = b.id
+-- found by the 30-minute run of 2026-12-07 (seed 1): a char(n) json key is its text without trailing spaces;
+-- ORDER BY position of a jsonb column of a UNION is refused as ORDER BY jsonb is; an infinite interval literal
+-- is a named refusal; to_timestamp() out of range is PostgreSQL's 22008
+SELECT a.jb ->> CAST('a' AS CHAR(4)) AS r0, a.jb -> CAST('a' AS CHAR(4)) AS r1 FROM {fz_arr} AS a
+SELECT a.jb FROM {fz_arr} AS a UNION ALL SELECT '"s"' FROM {fz_arr} AS b ORDER BY 1
+SELECT 'infinity' + a.ts FROM {fz_time} AS a
+SELECT a.f4 FROM {fz_num} AS a WHERE '2000-01-01 00:00:00' < TO_TIMESTAMP(a.i8) GROUP BY 1
