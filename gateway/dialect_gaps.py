@@ -210,8 +210,9 @@ def default_outgrows(node: exp.Expr, types: Typer) -> bool | None:
 
 
 def _literal_scale(value: exp.Expr) -> int:
-    """A numeric literal's digits after the point (-1 for anything else)."""
-    inner = value.this if isinstance(value, exp.Neg) else value
+    """A numeric literal's digits after the point (-1 for anything else); parentheses and a minus allowed."""
+    inner = value.unnest()
+    inner = inner.this.unnest() if isinstance(inner, exp.Neg) else inner
     if not isinstance(inner, exp.Literal) or inner.is_string or "e" in inner.this.lower():
         return -1
     return len(inner.this.partition(".")[2])

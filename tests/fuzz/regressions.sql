@@ -174,3 +174,5 @@ SELECT a.jb ->> CAST('a' AS CHAR(4)) AS r0, a.jb -> CAST('a' AS CHAR(4)) AS r1 F
 SELECT a.jb FROM {fz_arr} AS a UNION ALL SELECT '"s"' FROM {fz_arr} AS b ORDER BY 1
 SELECT 'infinity' + a.ts FROM {fz_time} AS a
 SELECT a.f4 FROM {fz_num} AS a WHERE '2000-01-01 00:00:00' < TO_TIMESTAMP(a.i8) GROUP BY 1
+-- lead(0.5, 2, (3.75)): a parenthesised default was not seen as the wider literal (DuckDB printed 3.80)
+SELECT a.id, LEAD(0.5, 2, (3.75)) OVER (ORDER BY a.i2, a.id), LAG(a.n, 1, (-0.1234567)) OVER (ORDER BY a.id) FROM {fz_num} AS a
