@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from lakegate.connectors.duckdb import pgbounds
 from lakegate.gateway.dialect import Rule, call, refusal
-from lakegate.gateway.errors import QueryFailed, UnsupportedQuery
+from lakegate.gateway.errors import BadRequest, QueryFailed, UnsupportedQuery
 from lakegate.gateway.parse import position
 from lakegate.gateway.pgtyping import Typer
 
@@ -313,6 +313,39 @@ def bound(ast: exp.Expr) -> None:
         unchecked = _checked_here(node)
         if unchecked is not None:
             node.replace(unchecked)
+    _refuse_expansion(ast)
+
+
+#: the most nodes a statement may have once DuckDB has expanded its macros (TPC-H's queries: a few hundred)
+MAX_EXPANDED = 200_000
+
+
+def _refuse_expansion(ast: exp.Expr) -> None:
+    """A statement whose macro calls DuckDB would expand past :data:`MAX_EXPANDED` nodes is refused before
+    DuckDB sees it: each macro copies an argument as often as its body uses it, nested calls multiply, and
+    DuckDB's binder does not stop for a time limit (nested regexp_replace: 7 copies a level)."""
+    from lakegate.connectors.duckdb.engine import macro_fanouts  # built once, on first use
+
+    fanouts = macro_fanouts()
+    size: dict[int, int] = {}
+    for node in reversed(list(ast.walk())):  # children first
+        name = (
+            node.name
+            if isinstance(node, exp.Anonymous)
+            else node.sql_name()
+            if isinstance(node, exp.Func)
+            else ""
+        )
+        fan = fanouts.get(name.lower(), 1) if name else 1
+        size[id(node)] = 1 + fan * sum(size.get(id(c), 1) for c in node.iter_expressions())
+        if size[id(node)] > MAX_EXPANDED:
+            raise BadRequest(
+                f"the statement is too complex: DuckDB would expand its nested calls of {name.lower() or 'functions'}"
+                f"() to more than {MAX_EXPANDED:,} expressions (each call copies its argument), and could not be "
+                "stopped meanwhile; nest fewer calls, or compute the inner value once in a subquery",
+                code="too_large",
+                sqlstate="54001",
+            )
 
 
 RULES: list[Rule] = [_literals]

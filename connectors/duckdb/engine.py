@@ -33,6 +33,7 @@ memory: :meth:`DuckDBResult.close` therefore closes the reader before the cursor
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import threading
@@ -138,6 +139,42 @@ def load_extensions(con: duckdb.DuckDBPyConnection, wheels: tuple[str, ...] = ()
         con.execute(f"LOAD {name}")
 
 
+def register_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Every macro of PostgreSQL's semantics on DuckDB, in ``con`` (before its configuration is locked)."""
+    pgmacros.register(con)
+    pgjson.register(con)
+    pgjsonmake.register(con)
+    pgjsonedit.register(con)
+    pgdatetime.register(con)
+    pgident.register(con)
+    pgbytea.register(con)
+    pgnumformat.register(con)
+    pgbounds.register(con)  # shadows built-ins by name: the macros above that call them are bounded too
+
+
+@functools.cache
+def macro_fanouts() -> dict[str, int]:
+    """How many copies of an argument each macro makes when DuckDB expands a call (the most uses of one of its
+    parameters in its body; 1 for a body that binds its arguments once, in a lambda). DuckDB expands a macro's
+    argument at each use and its binder never looks at interrupts, so nested calls of a macro that uses its
+    argument n times are n**depth copies that no time limit stops (three nested justify_hours: 127 s to bind)."""
+    with duckdb.connect(":memory:") as con:
+        register_macros(con)
+        rows = con.execute(
+            "SELECT function_name, parameters, macro_definition FROM duckdb_functions() "
+            "WHERE function_type = 'macro' AND macro_definition IS NOT NULL"
+        ).fetchall()
+    out: dict[str, int] = {}
+    for name, params, body in rows:
+        uses = (
+            1
+            if "lambda" in body
+            else max((len(re.findall(rf"\b{re.escape(p)}\b", body)) for p in params), default=1)
+        )
+        out[name.lower()] = max(out.get(name.lower(), 1), uses)
+    return out
+
+
 class DuckDBEngine:
     """The sandboxed DuckDB database; :meth:`run` executes one query on a fresh cursor."""
 
@@ -173,17 +210,7 @@ class DuckDBEngine:
             con = duckdb.connect(":memory:", config=settings)
             con.execute("SET TimeZone = 'UTC'")  # as in the PostgreSQL sessions (needs ICU, so after connect)
             load_extensions(con)
-            pgmacros.register(con)
-            pgjson.register(con)
-            pgjsonmake.register(con)
-            pgjsonedit.register(con)
-            pgdatetime.register(con)
-            pgident.register(con)
-            pgbytea.register(con)
-            pgnumformat.register(con)
-            pgbounds.register(
-                con
-            )  # shadows built-ins by name: the macros above that call them are bounded too
+            register_macros(con)
             self.unavailable = {}
             for name, dsn in self.config.postgres.items():
                 self._attach(con, name, dsn)

@@ -176,3 +176,6 @@ SELECT 'infinity' + a.ts FROM {fz_time} AS a
 SELECT a.f4 FROM {fz_num} AS a WHERE '2000-01-01 00:00:00' < TO_TIMESTAMP(a.i8) GROUP BY 1
 -- lead(0.5, 2, (3.75)): a parenthesised default was not seen as the wider literal (DuckDB printed 3.80)
 SELECT a.id, LEAD(0.5, 2, (3.75)) OVER (ORDER BY a.i2, a.id), LAG(a.n, 1, (-0.1234567)) OVER (ORDER BY a.id) FROM {fz_num} AS a
+-- nested macros that copy their argument (regexp_replace: 7 copies a level) are refused past 200,000 expanded
+-- nodes (54001: DuckDB's binder cannot be stopped); four levels still answer
+SELECT regexp_replace(regexp_replace(regexp_replace(regexp_replace(a.t, 'a', 'b'), 'b', 'c'), 'c', 'd'), 'd', 'e') FROM {fz_txt} AS a
