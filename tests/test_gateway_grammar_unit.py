@@ -108,3 +108,21 @@ def test_interval_typmods_read_as_postgresql_reads_them(written: str, read: str)
 
     ast = parse.parse(f"SELECT {written}").ast
     assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {read}"
+
+
+def test_nested_macro_calls_past_the_expansion_bound_are_refused_before_duckdb() -> None:
+    """regexp_replace copies its argument 7 times a level when DuckDB expands the gateway's macro: eight levels
+    would be millions of nodes that DuckDB's binder builds without looking at the time limit (54001); four pass."""
+    from lakegate.gateway import dialect_bounds, parse
+    from lakegate.gateway.errors import BadRequest
+
+    def nested(depth: int) -> str:
+        sql = "t"
+        for _ in range(depth):
+            sql = f"regexp_replace({sql}, 'a', 'b')"
+        return f"SELECT {sql} FROM x"
+
+    dialect_bounds._refuse_expansion(parse.parse_one(nested(4)))
+    with pytest.raises(BadRequest) as refused:
+        dialect_bounds._refuse_expansion(parse.parse_one(nested(8)))
+    assert refused.value.sqlstate == "54001" and "regexp_replace" in str(refused.value)
