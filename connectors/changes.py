@@ -25,6 +25,15 @@ import pyarrow as pa
 OP, LSN, SEQ, COMMIT_TS = "_op", "_lsn", "_seq", "_commit_ts"
 META_COLUMNS = (OP, LSN, SEQ, COMMIT_TS)
 COMMIT_TS_TYPE = pa.timestamp("us", tz="UTC")
+#: How a change batch (and so the lake) holds PostgreSQL's infinite timestamps, in µs since 1970: as values every
+#: reader can hold (pyarrow's ``as_py()``, pandas and polars raise on DuckDB's ±(2**63 - 1)): Python's
+#: ``datetime.max`` for ``infinity`` (psycopg's documented recipe, Npgsql's mapping) and ``datetime.min`` plus 1 µs
+#: for ``-infinity`` (``0001-01-01 00:00:00`` itself is Go's and .NET's zero time, a common real value). A source
+#: value equal to either is refused by name. The writer marks each column that holds one (table property
+#: ``lakegate.infinity.field.<field id>``) and the gateway reads those columns' two values back as infinities.
+TS_INFINITY = 253402300799999999
+TS_MINUS_INFINITY = -62135596800000000 + 1
+INFINITY_PROPERTY = "lakegate.infinity.field."
 #: The largest sequence number: a checkpoint (lsn, MAX_SEQ) covers the whole transaction at lsn.
 MAX_SEQ = 2**62
 

@@ -223,7 +223,8 @@ class Router:
         for read, entry in zip(routed.lakes, entries, strict=True):
             travel = read.travel if read.travel is not None else next(at)
             types = lakecolumns.column_types(entry.table)
-            views[read.view] = lakecolumns.converted(view_sql(entry, travel, cached), types)
+            infinite = lakecolumns.infinite_columns(entry.table)
+            views[read.view] = lakecolumns.converted(view_sql(entry, travel, cached), types, infinite)
         head, ctes, main = routed.head, routed.ctes, routed.main
         if pg_views:
             for pg in routed.pgs:

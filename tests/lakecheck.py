@@ -46,8 +46,9 @@ def assert_readers_equal_source(
         quoted = ", ".join(sql.Identifier(c).as_string() for c in columns)
         target = "" if table.state is not None else "__changelog"
         result = gw.query(f"SELECT {quoted} FROM lake.{lake_ref.schema}.{lake_ref.name}{target}").table
-        if table.state is not None:
-            _assert_same(arrow_rows(result, columns), expected, f"gateway view of {name}")
+        if table.state is not None:  # the gateway reads PostgreSQL's infinities back as DuckDB's
+            shown = source_rows(conn, str(ref), pa.schema([lake_schema.field(c) for c in columns]), (), engine=True)
+            _assert_same(arrow_rows(result, columns), shown, f"gateway view of {name}")
     finally:
         if own:
             gw.close()

@@ -18,7 +18,7 @@ import pyarrow as pa
 from psycopg import sql
 
 from lakegate import settings as settings_mod
-from lakegate.connectors.changes import TableRef
+from lakegate.connectors.changes import TS_INFINITY, TS_MINUS_INFINITY, TableRef
 from lakegate.connectors.iceberg import catalog as lake_catalog
 from lakegate.connectors.iceberg import merge
 from lakegate.connectors.iceberg.writer import LakeTable
@@ -198,29 +198,34 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def _temporal_sql(typ: pa.DataType, expr: str) -> str | None:
-    """SQL turning a date/timestamp expression into the integer the lake stores (infinities as DuckDB's)."""
+def _temporal_sql(typ: pa.DataType, expr: str, engine: bool = False) -> str | None:
+    """SQL turning a date/timestamp expression into the integer the lake stores (timestamps' infinities as
+    ``datetime.max`` and ``datetime.min`` + 1 µs, dates' as DuckDB's), or with ``engine`` the one DuckDB and the
+    gateway read (infinities as DuckDB's)."""
     if pa.types.is_timestamp(typ):
         finite = f"(extract(epoch FROM {expr}) * 1000000)::int8"
-        big = 9223372036854775807
+        big, small = (INT64_MAX, -INT64_MAX) if engine else (TS_INFINITY, TS_MINUS_INFINITY)
     elif pa.types.is_date32(typ):
         finite = f"({expr} - '1970-01-01'::date)"
-        big = 2147483647
+        big, small = 2147483647, -2147483647
     else:
         return None
-    return f"CASE WHEN {expr} = 'infinity' THEN {big} WHEN {expr} = '-infinity' THEN -{big} ELSE {finite} END"
+    return f"CASE WHEN {expr} = 'infinity' THEN {big} WHEN {expr} = '-infinity' THEN {small} ELSE {finite} END"
 
 
 _PG_CAST = {"int32": "int4", "int64": "int8", "bool": "bool", "double": "float8", "binary": "bytea"}
 
 
-def _source_expr(name: str, typ: pa.DataType) -> str:
+INT64_MAX = 2**63 - 1
+
+
+def _source_expr(name: str, typ: pa.DataType, engine: bool = False) -> str:
     col = sql.Identifier(name).as_string()
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return f"CASE WHEN {col} IS NULL THEN NULL ELSE format('%s', {col}) END"  # the type's output function
     if pa.types.is_float32(typ):
         return f"{col}::float8"
-    temporal = _temporal_sql(typ, col)
+    temporal = _temporal_sql(typ, col, engine)
     if temporal:
         return temporal
     listed = pa.types.is_list(typ) or pa.types.is_large_list(typ)
@@ -232,7 +237,7 @@ def _source_expr(name: str, typ: pa.DataType) -> str:
     elif listed and _PG_CAST.get(str(inner)) or (listed and pa.types.is_decimal(inner)):
         element = f"v::{_PG_CAST.get(str(inner), 'numeric')}"  # arrays of domains come back as text otherwise
     else:
-        element = _temporal_sql(inner, "v") if listed else None
+        element = _temporal_sql(inner, "v", engine) if listed else None
     if element:
         agg = f"(SELECT array_agg({element} ORDER BY o) FROM unnest({col}) WITH ORDINALITY x(v, o))"
         return f"CASE WHEN {col} IS NULL THEN NULL ELSE coalesce({agg}, '{{}}') END"
@@ -240,12 +245,13 @@ def _source_expr(name: str, typ: pa.DataType) -> str:
 
 
 def source_rows(
-    conn: psycopg.Connection, name: str, lake_schema: pa.Schema, key: tuple[str, ...]
+    conn: psycopg.Connection, name: str, lake_schema: pa.Schema, key: tuple[str, ...], engine: bool = False
 ) -> list[tuple]:
-    """Source rows as comparable tuples, columns cast the way the lake stores them."""
+    """Source rows as comparable tuples, columns cast the way the lake stores them (``engine``: the way DuckDB
+    and the gateway read them)."""
     ref = TableRef.parse(name)
     conn.execute("SET intervalstyle = iso_8601")  # as the worker's sessions
-    exprs = ", ".join(_source_expr(f.name, f.type) for f in lake_schema)
+    exprs = ", ".join(_source_expr(f.name, f.type, engine) for f in lake_schema)
     query = f"SELECT {exprs} FROM {sql.Identifier(ref.schema, ref.name).as_string()}"
     return sorted((tuple(_normal(v) for v in row) for row in conn.execute(query).fetchall()), key=repr)
 

@@ -100,6 +100,9 @@ def test_unsupported_type_is_refused_with_table_column_and_type(
         ("numeric(10,3)", "'NaN'", r"value 'NaN' cannot be stored as decimal\(10,3\)"),
         ("timestamp", "'294276-12-31 23:59:59'", "after 294247 AD"),
         ("timestamptz", "'294270-01-01 00:00:00+00'", "after 294247 AD"),
+        ("timestamp", "'9999-12-31 23:59:59.999999'", "stores PostgreSQL's infinity as 9999-12-31 23:59:59.999999"),
+        ("timestamptz", "'0001-01-01 00:00:00.000001+00'", "and -infinity as 0001-01-01 00:00:00.000001"),
+        ("timestamp[]", "'{infinity,\"0001-01-01 00:00:00.000001\"}'", "change the value by a microsecond"),
     ],
 )
 def test_a_value_the_lake_cannot_hold_stops_the_snapshot_naming_table_column_and_value(

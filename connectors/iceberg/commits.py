@@ -13,7 +13,7 @@ from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.utils.properties import property_as_bool
 
-from lakegate.connectors.changes import Position
+from lakegate.connectors.changes import INFINITY_PROPERTY, TS_INFINITY, TS_MINUS_INFINITY, Position
 from lakegate.connectors.iceberg import leancommit
 from lakegate.connectors.iceberg.datafiles import DataFileStream
 
@@ -59,8 +59,27 @@ def _temporal_leaves(name: str, arr: pa.ChunkedArray | pa.Array) -> Iterator[tup
         yield name, arr
 
 
+def mark_infinities(txn: Transaction, data: pa.Table) -> None:
+    """Mark each timestamp column of ``data`` holding an infinity (see :data:`TS_INFINITY`) on the table, in the
+    same commit, so that readers that know (the gateway) read those values back as infinities."""
+    props = {}
+    schema = txn.table_metadata.schema()
+    ends = pa.array([TS_INFINITY, TS_MINUS_INFINITY], pa.int64())
+    for field in data.schema:
+        for path, arr in _temporal_leaves(field.name, data[field.name]):
+            if not pa.types.is_timestamp(arr.type) or arr.null_count == len(arr):
+                continue
+            field_id = schema.find_field(path).field_id
+            key = f"{INFINITY_PROPERTY}{field_id}"
+            if key not in txn.table_metadata.properties and pc.any(pc.is_in(arr.cast(pa.int64()), ends)).as_py():
+                props[key] = "true"
+    if props:
+        txn.set_properties(props)
+
+
 def guard_statistics(txn: Transaction, data: pa.Table) -> None:
     """Switch temporal columns whose values Python cannot represent to counts-only metrics."""
+    mark_infinities(txn, data)
     props = {}
     for field in data.schema:
         for path, arr in _temporal_leaves(field.name, data[field.name]):

@@ -36,7 +36,7 @@ from lakegate.connectors.duckdb.engine import clean_message, load_extensions, sq
 from lakegate.connectors.errors import ConnectionLost, ConnectorError
 from lakegate.connectors.postgres.connection import connect_kwargs
 from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
-from lakegate.connectors.postgres.types import INT64_INF, Codec, ConversionError
+from lakegate.connectors.postgres.types import INT64_INF, Codec, ConversionError, lake_timestamps
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,7 @@ def to_lake(
                 else:
                     if pa.types.is_timestamp(values.type):
                         _check_range(values)
+                        values = lake_timestamps(values, codec.source_type)
                     arrays.append(values.cast(codec.arrow_type))
             except ConversionError as exc:
                 raise ConversionError(f"table {table}, column {column.name!r}: {exc}") from exc

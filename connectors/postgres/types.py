@@ -27,6 +27,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakegate.connectors.changes import TS_INFINITY, TS_MINUS_INFINITY
+
 #: Session settings every connection that reads values (replication, COPY) runs with.
 SESSION_OPTIONS = {
     "TimeZone": "UTC",
@@ -37,9 +39,14 @@ SESSION_OPTIONS = {
     "client_encoding": "UTF8",
 }
 
-# DuckDB's representation of infinite temporal values, so that they read back as 'infinity' there.
+# DuckDB's representation of infinite temporal values: dates keep it (they read back as 'infinity' in DuckDB).
 INT64_INF = 2**63 - 1
 INT32_INF = 2**31 - 1
+SENTINEL_HELP = (
+    "the lake stores PostgreSQL's infinity as 9999-12-31 23:59:59.999999 and -infinity as 0001-01-01 "
+    "00:00:00.000001 (so that every reader can read them); change the value by a microsecond or leave the column "
+    "out of the publication"
+)
 
 
 class UnsupportedType(ValueError):
@@ -217,9 +224,9 @@ def _offset_seconds(text: str | None) -> int:
 def parse_timestamp(text: str) -> int:
     """PostgreSQL timestamp[tz] text -> microseconds since the epoch (UTC for timestamptz)."""
     if text == "infinity":
-        return INT64_INF
+        return TS_INFINITY
     if text == "-infinity":
-        return -INT64_INF
+        return TS_MINUS_INFINITY
     m = _TS.match(text)
     if not m:
         raise ValueError("not an ISO timestamp")
@@ -232,7 +239,39 @@ def parse_timestamp(text: str) -> int:
             "after 294247 AD: the lake counts microseconds since 1970 in 64 bits; change the value or leave the "
             "column out of the publication"
         )
+    if micros in (TS_INFINITY, TS_MINUS_INFINITY):
+        raise ValueError(SENTINEL_HELP)
     return micros
+
+
+def refuse_sentinels(values: pa.Array, what: str) -> None:
+    """Raise when a finite timestamp is one of the values the lake keeps for an infinity."""
+    hit = pc.is_in(values.cast(pa.int64()), pa.array([TS_INFINITY, TS_MINUS_INFINITY], pa.int64()))
+    if pc.any(hit).as_py():
+        value = values[pc.index(hit, True).as_py()].as_py()
+        raise ConversionError(f"value '{value}' cannot be stored as {what}: {SENTINEL_HELP}")
+
+
+def lake_timestamps(values: pa.Array, what: str) -> pa.Array:
+    """A timestamp array holding DuckDB's infinities (±(2**63 - 1) µs) as the lake stores it: the finite values
+    checked by :func:`refuse_sentinels`, the infinities as :data:`TS_INFINITY` / :data:`TS_MINUS_INFINITY`."""
+    refuse_sentinels(values, what)
+    micros = values.cast(pa.int64())
+    mapped = pc.if_else(
+        pc.equal(micros, INT64_INF),
+        pa.scalar(TS_INFINITY, pa.int64()),
+        pc.if_else(pc.equal(micros, -INT64_INF), pa.scalar(TS_MINUS_INFINITY, pa.int64()), micros),
+    )
+    return mapped.cast(values.type)
+
+
+def _timestamp_fast(target: pa.DataType, what: str) -> Callable[[pa.Array], pa.Array]:
+    def convert(values: pa.Array) -> pa.Array:
+        cast = values.cast(target)
+        refuse_sentinels(cast, what)
+        return cast
+
+    return convert
 
 
 def parse_time(text: str) -> int:
@@ -443,13 +482,16 @@ def _scalar(t: PgType, typmod: int, unbounded_numeric: str) -> Codec:
             "timestamp": (
                 pa.timestamp("us"),
                 _with_fallback(
-                    _cast_only(pa.timestamp("us")), parse_timestamp, pa.timestamp("us"), "timestamp"
+                    _timestamp_fast(pa.timestamp("us"), "timestamp"),
+                    parse_timestamp,
+                    pa.timestamp("us"),
+                    "timestamp",
                 ),
             ),
             "timestamptz": (
                 pa.timestamp("us", tz="UTC"),
                 _with_fallback(
-                    _cast_only(pa.timestamp("us", tz="UTC")),
+                    _timestamp_fast(pa.timestamp("us", tz="UTC"), "timestamptz"),
                     parse_timestamp,
                     pa.timestamp("us", tz="UTC"),
                     "timestamptz",
