@@ -74,6 +74,12 @@ class IngestSettings:
         512 * 2**20,
         kind="size",
     )
+    compact_step_bytes: int = setting(
+        "The writer's own compactions run between two commits and hold the next back: each rewrites at most this "
+        "many bytes of data files and the rest goes on at the table's next commit.",
+        16 * 2**20,
+        kind="size",
+    )
     changelog_retention: float = setting(
         "Change-log rows older than this are removed once the state table holds them (0 = keep every change).",
         0.0,

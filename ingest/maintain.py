@@ -36,6 +36,7 @@ def compaction_thresholds(cfg: IngestSettings) -> compaction.Thresholds:
         min_small_files=cfg.compact_min_small_files,
         max_delete_files=cfg.compact_max_delete_files,
         max_bytes=cfg.compact_max_bytes,
+        step_bytes=cfg.compact_step_bytes,
         every=cfg.compact_every,
     )
 

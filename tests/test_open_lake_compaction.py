@@ -94,6 +94,44 @@ def test_a_file_is_rewritten_only_past_the_deleted_fraction(tmp_path: Path) -> N
     _assert_same(arrow_rows(state.table.scan().to_arrow(), names), model.expected(), "after compaction")
 
 
+def test_the_writers_compaction_goes_in_steps_of_step_bytes(tmp_path: Path) -> None:
+    """A step rewrites at most ``step_bytes`` (at least one file) and says that work is left; steps repeated
+    until none is left leave what one unbounded compaction leaves, the rows and the index unchanged."""
+    catalog = _catalog(tmp_path)
+    state = _create(catalog, "t", COLUMNS)
+    model = Model(COLUMNS, seed=37)
+    for step in range(8):
+        state.commit(model.batch(60), {"lakegate.lsn": str(step)})
+    assert _files(state)[0] >= 8
+    sizes = sorted(t.file.file_size_in_bytes for t in state.table.scan().plan_files())
+    stepped = compaction.Thresholds(
+        deleted_fraction=0.01, small_file=2**30, min_small_files=2, max_delete_files=1, step_bytes=sum(sizes[:3])
+    )
+
+    def no_keys(rows: pa.Table) -> np.ndarray:
+        raise AssertionError("a compaction moves rows by location: no key is encoded")
+
+    state.encode = no_keys  # type: ignore[method-assign]
+    first = compaction.compact(state, {}, stepped, step=True)
+    assert 1 <= first.data_files_rewritten <= 3 and first.more, first
+    steps = 1
+    while compaction.compact(state, {}, stepped, step=True).more:
+        steps += 1
+        assert steps < 50
+    assert steps >= 3
+    names = [c.name for c in COLUMNS]
+    _assert_same(arrow_rows(state.table.scan().to_arrow(), names), model.expected(), "after the steps")
+    fresh = StateTable(catalog.load_table("public.t"), state.key)
+    kept, rebuilt = _locations(state), _locations(fresh)
+    assert np.array_equal(kept[0], rebuilt[0]) and kept[1] == rebuilt[1], "the index drifted from the lake"
+    whole = compaction.compact(
+        state,
+        {},
+        compaction.Thresholds(deleted_fraction=0.01, small_file=2**30, min_small_files=2, max_delete_files=1),
+    )
+    assert not whole.more
+
+
 def test_lookup_reads_current_rows_by_key_through_the_index(tmp_path: Path) -> None:
     catalog = _catalog(tmp_path)
     state = _create(catalog, "t", COMPOSITE)
@@ -166,7 +204,14 @@ def _entry(entry: Any) -> tuple:
     return (
         (entry.status, entry.snapshot_id, entry.sequence_number, entry.file_sequence_number),
         (f.content, f.file_path, f.file_format, f.record_count, f.file_size_in_bytes, f.spec_id, f.partition),
-        (f.column_sizes, f.value_counts, f.null_value_counts, f.nan_value_counts, f.lower_bounds, f.upper_bounds),
+        (
+            f.column_sizes,
+            f.value_counts,
+            f.null_value_counts,
+            f.nan_value_counts,
+            f.lower_bounds,
+            f.upper_bounds,
+        ),
         (f.split_offsets, f.equality_ids, f.sort_order_id, f.key_metadata),
     )
 
@@ -263,7 +308,9 @@ def test_the_rows_kept_for_compaction_are_exactly_the_files_rows(tmp_path: Path)
                 if data_file is None:
                     continue  # compacted away since
                 on_disk = real_read(table, data_file, np.empty(0, np.int64))
-                assert on_disk is not None and on_disk.equals(rows), f"step {step}: {path} differs from its kept rows"
+                assert on_disk is not None and on_disk.equals(rows), (
+                    f"step {step}: {path} differs from its kept rows"
+                )
                 checked += 1
             assert checked, f"step {step}: nothing kept to check"
             if step % 4 == 3:
@@ -276,10 +323,14 @@ def test_the_rows_kept_for_compaction_are_exactly_the_files_rows(tmp_path: Path)
                 compaction.compact(states["read"], {"lakegate.lsn": str(step)}, EAGER)
             for twin, state in states.items():
                 _assert_same(
-                    arrow_rows(state.table.scan().to_arrow(), names), models[twin].expected(), f"{twin}, step {step}"
+                    arrow_rows(state.table.scan().to_arrow(), names),
+                    models[twin].expected(),
+                    f"{twin}, step {step}",
                 )
     assert compacted >= 4
-    _assert_same(arrow_rows(duckdb_alone(states["kept"].table, tmp_path), names), models["kept"].expected(), "DuckDB")
+    _assert_same(
+        arrow_rows(duckdb_alone(states["kept"].table, tmp_path), names), models["kept"].expected(), "DuckDB"
+    )
     path = next(iter(rowcache._ROWS))
     schema_id = rowcache._ROWS[path][0]
     assert rowcache.recall(path, schema_id) is not None

@@ -17,7 +17,10 @@ and moves the key index along (rows that move get their new locations; nothing e
   in the table are dropped on the way.
 
 The cost is that of the changes: a data file is rewritten only after a fifth of it changed, or while it is small;
-delete files hold only changed positions. At most ``max_bytes`` (512 MiB) of data files are rewritten per call.
+delete files hold only changed positions. At most ``max_bytes`` (512 MiB) of data files are rewritten per call;
+the writer's own compactions, which run between two flushes and so hold the next one back, take steps of
+``step_bytes`` (16 MiB) instead, and go on at the next flush while work is left (a 3.5 s compaction of a growing
+TPC-C ``order_line`` held every table's next commit back by as much, the p99 of their staleness).
 Written by hand because pyiceberg 0.12 neither rewrites data files nor touches delete files.
 """
 
@@ -52,6 +55,7 @@ class Thresholds:
     min_small_files: int = 16
     max_delete_files: int = 16
     max_bytes: int = 512 * 2**20
+    step_bytes: int = 16 * 2**20  #: the most a compaction by the writer rewrites (the rest at its next flush)
     every: int = 16  #: state commits between two compactions by the writer (0: never; ``lakegate maintain``)
 
 
@@ -63,6 +67,7 @@ class Result:
     delete_files_removed: int = 0
     delete_files_written: int = 0
     seconds: float = 0.0
+    more: bool = False  #: data files were left for the next step (over the call's byte budget)
 
     def __bool__(self) -> bool:
         return bool(self.data_files_rewritten or self.delete_files_removed)
@@ -130,13 +135,17 @@ def _layout(state: StateTable) -> _Layout:
     return layout
 
 
-def _pick_data_files(layout: _Layout, limits: Thresholds, tiers: bool = True) -> list[FileScanTask]:
+def _pick_data_files(
+    layout: _Layout, limits: Thresholds, tiers: bool = True, budget: int | None = None
+) -> tuple[list[FileScanTask], bool]:
     """Files past the deleted fraction (most deleted first), then small files when there are enough of them: by
-    size tiers, or (without ``tiers``) all of them."""
+    size tiers, or (without ``tiers``) all of them; at most ``budget`` bytes (default ``max_bytes``, at least one
+    file). Also whether files were left over."""
     scored = [
         (layout.deleted.get(t.file.file_path, 0) / max(t.file.record_count, 1), t) for t in layout.tasks
     ]
     picked = [t for fraction, t in sorted(scored, key=lambda s: -s[0]) if fraction >= limits.deleted_fraction]
+    past = {t.file.file_path for t in picked}
     small = [t for t in layout.tasks if t.file.file_size_in_bytes < limits.small_file]
     if len(small) >= limits.min_small_files:
         # by size tiers, as delete files: a merged file is merged again only once the smaller files add up
@@ -147,12 +156,17 @@ def _pick_data_files(layout: _Layout, limits: Thresholds, tiers: bool = True) ->
         picked += [t for t in small if t.file.file_path in tiered and t not in picked]
     chosen: list[FileScanTask] = []
     total = 0
+    most = limits.max_bytes if budget is None else budget
     for task in picked:
-        if chosen and total + task.file.file_size_in_bytes > limits.max_bytes:
+        if chosen and total + task.file.file_size_in_bytes > most:
             break
         chosen.append(task)
         total += task.file.file_size_in_bytes
-    return chosen
+    merging = [t for t in chosen if t.file.file_path not in past]
+    if len(merging) == 1 and len(chosen) < len(picked):  # one small file rewritten alone merges nothing
+        chosen.remove(merging[0])
+        return chosen, False
+    return chosen, len(chosen) < len(picked)
 
 
 def _tier(sizes: list[tuple[int, str]], most: int) -> list[str]:
@@ -188,14 +202,18 @@ def _plan_deletes(layout: _Layout, kept_paths: set[str], limits: Thresholds) -> 
     return useless + merged, rows
 
 
-def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) -> pa.Table:
+def _read_live(
+    state: StateTable, tasks: list[FileScanTask], layout: _Layout
+) -> tuple[pa.Table, list[tuple[DataFile, np.ndarray]] | None]:
     """The live rows of ``tasks``' data files, in the table's columns: read with pyarrow when written with the
     table's current columns, their deleted positions known from the layout (:func:`filereads.read_current`),
-    through pyiceberg's scan otherwise."""
+    through pyiceberg's scan otherwise. Also each data file with its deleted positions in the order the rows
+    come (None when some came through pyiceberg's scan, whose order is its own)."""
     table = state.table
     target = merge.arrow_schema(table.schema())
     schema_id = table.metadata.current_schema_id
-    parts: list[pa.Table] = []
+    parts: list[pa.Table] = [merge.empty_table(target)]
+    order: list[tuple[DataFile, np.ndarray]] = []
     rest: list[tuple[FileScanTask, np.ndarray]] = []
     for task in tasks:
         path = task.file.file_path
@@ -203,10 +221,17 @@ def _read_live(state: StateTable, tasks: list[FileScanTask], layout: _Layout) ->
         deleted = np.concatenate(gone) if gone else np.empty(0, np.int64)
         kept = rowcache.recall(path, schema_id)  # written by this process moments ago: not read back
         if kept is not None and kept.num_rows == task.file.record_count:
-            parts.append(filereads.without(pa.Table.from_arrays(kept.columns, schema=target), deleted))
+            rows = filereads.without(pa.Table.from_arrays(kept.columns, schema=target), deleted)
         else:
+            rows = filereads.read_current(table, task.file, deleted)
+        if rows is None:
             rest.append((task, deleted))
-    return pa.concat_tables([filereads.read_all(table, rest), *parts])
+        else:
+            parts.append(rows)
+            order.append((task.file, deleted))
+    if rest:
+        parts.append(filereads.read_all(table, rest))
+    return pa.concat_tables(parts), None if rest else order
 
 
 def compact(
@@ -216,12 +241,14 @@ def compact(
     *,
     index: bool = True,
     tiers: bool | None = None,
+    step: bool = False,
 ) -> Result:
     """Compact ``state`` in one snapshot stamped with ``properties``; see the module docstring. With ``index`` the
     key index moves with the rows (the writer's own StateTable, on its thread); without it no index is read
     (``lakegate maintain`` by hand: a running worker reads its index again when it finds the table moved).
     ``tiers`` (default: ``index``) merges small files by size tiers; without it every small file is merged into
-    one (what a compaction by hand is asked for)."""
+    one (what a compaction by hand is asked for). With ``step`` (the writer's own) at most ``limits.step_bytes``
+    are rewritten, and ``Result.more`` says whether files were left for the next step."""
     limits = limits or Thresholds()
     started = time.monotonic()
     if index:
@@ -230,14 +257,16 @@ def compact(
     if table.current_snapshot() is None:
         return Result()
     layout = _layout(state)
-    rewrite = _pick_data_files(layout, limits, index if tiers is None else tiers)
+    rewrite, more = _pick_data_files(
+        layout, limits, index if tiers is None else tiers, limits.step_bytes if step else None
+    )
     rewritten = {t.file.file_path for t in rewrite}
     kept = {t.file.file_path for t in layout.tasks} - rewritten
     removed_deletes, positions = _plan_deletes(layout, kept, limits)
     if not rewrite and not removed_deletes:
         return Result()
-    rows = _read_live(state, rewrite, layout) if rewrite else None
-    result = Result(len(rewrite), 0, rows.num_rows if rows is not None else 0, len(removed_deletes))
+    rows, order = _read_live(state, rewrite, layout) if rewrite else (None, None)
+    result = Result(len(rewrite), 0, rows.num_rows if rows is not None else 0, len(removed_deletes), more=more)
     added: list[DataFile] = []
     written: list[str] = []
     try:
@@ -266,7 +295,8 @@ def compact(
     rowcache.forget(sorted(rewritten))
     if index:
         state.adopt()
-        if rows is not None:
+        # the rows keep their keys: move their locations without reading keys (by key when that cannot be done)
+        if rows is not None and (order is None or not state.move(order, added)):
             state.locate(state.encode(rows), added)
         state.forget([t.file for t in rewrite])
     result.data_files_written = len(added)

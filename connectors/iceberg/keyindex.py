@@ -181,6 +181,23 @@ class KeyIndex:
         new = pending & (locs != ABSENT)
         return keys[new], locs[new]
 
+    def remap(self, old: np.ndarray, new: np.ndarray) -> int:
+        """Point the entries located at ``old`` (packed locations) at ``new`` (the same length), by location alone:
+        a compaction moves rows without reading their keys. Returns how many entries moved."""
+        order = np.argsort(old)
+        old_sorted, new_sorted = old[order], new[order]
+        files = np.unique(old_sorted >> np.uint64(POS_BITS))
+        moved = 0
+        for held in (self._locs, self._run_locs):
+            candidates = np.flatnonzero(np.isin(held >> np.uint64(POS_BITS), files) & (held != ABSENT))
+            at = np.searchsorted(old_sorted, held[candidates])
+            inside = at < len(old_sorted)
+            hit = np.zeros(len(candidates), bool)
+            hit[inside] = old_sorted[at[inside]] == held[candidates[inside]]
+            held[candidates[hit]] = new_sorted[at[hit]]
+            moved += int(np.count_nonzero(hit))
+        return moved
+
     def _maybe_merge(self) -> None:
         bound = max(RUN_MIN, len(self._keys) // 16)
         if len(self._run_keys) > bound or self._tombs > bound:

@@ -378,6 +378,27 @@ class StateTable:
             self._index = None  # files and rows disagree: read the truth from the lake next time
             raise LakeError(f"{self.name}: wrote {start} of {len(keys)} rows' locations")
 
+    def move(self, moved: list[tuple[DataFile, np.ndarray]], added: list[DataFile]) -> bool:
+        """Point the live rows of the ``moved`` data files (each with its deleted positions), which ``added`` now
+        holds in that order, at their new places by location alone (no key is read or encoded: a compaction's
+        rows keep their keys). False when the index did not hold exactly those rows: then locate them by key."""
+        index = self.index
+        old = [np.empty(0, np.uint64)]
+        for data_file, deleted in moved:
+            number = self._numbers.get(data_file.file_path)
+            if number is None:
+                return False
+            live = np.arange(data_file.record_count, dtype=np.int64)
+            if len(deleted):
+                live = live[~np.isin(live, deleted)]
+            old.append(keyindex.pack(number, live))
+        before = np.concatenate(old)
+        if len(before) != sum(f.record_count for f in added):
+            return False
+        after = [np.empty(0, np.uint64)]
+        after += [keyindex.pack(self._number(f), np.arange(f.record_count, dtype=np.int64)) for f in added]
+        return index.remap(before, np.concatenate(after)) == len(before)
+
     def forget(self, removed: list[DataFile]) -> None:
         """Data files no longer in the table (their rows were located elsewhere first): free their entries."""
         for data_file in removed:

@@ -196,8 +196,9 @@ class Follower:
         """A failure is logged and tried again later, waiting twice as long each time: the flush itself has
         committed, and nothing is lost meanwhile but read speed."""
         try:
-            compaction.compact(state, stamp(position), self.limits)
-            self.compact_at, self.backoff = self.follows + self.limits.every, 0
+            result = compaction.compact(state, stamp(position), self.limits, step=True)
+            # work left over (over the step's bytes) goes on at the next commit
+            self.compact_at, self.backoff = self.follows + (1 if result.more else self.limits.every), 0
         except Exception as exc:  # whatever reading or writing files raises; the index is read again
             self.backoff = min(max(COMPACT_BACKOFF, 2 * self.backoff), 64 * COMPACT_BACKOFF)
             self.compact_at = self.follows + self.backoff
