@@ -28,6 +28,7 @@ KNOWN: list[tuple[re.Pattern[str], re.Pattern[str], str]] = [
     (
         re.compile(r"\bf[48]\b|float|percentile_cont|double precision|real\b"),
         re.compile(_ROWS),
+        # (min/max over 0 and -0 is PostgreSQL's own scan order: float4smaller keeps the later of equal values)
         "-0, NaN and infinities of floats through DuckDB's sorts, groups and aggregates (it normalises -0)",
     ),
     (

@@ -179,3 +179,8 @@ SELECT a.id, LEAD(0.5, 2, (3.75)) OVER (ORDER BY a.i2, a.id), LAG(a.n, 1, (-0.12
 -- nested macros that copy their argument (regexp_replace: 7 copies a level) are refused past 200,000 expanded
 -- nodes (54001: DuckDB's binder cannot be stopped); four levels still answer
 SELECT regexp_replace(regexp_replace(regexp_replace(regexp_replace(a.t, 'a', 'b'), 'b', 'c'), 'c', 'd'), 'd', 'e') FROM {fz_txt} AS a
+-- an unknown literal in a set operation takes the other branch's type (a time; an integer, 'x' raising 22P02),
+-- where DuckDB made the column VARCHAR
+SELECT '12:00:00', a.jb FROM {fz_arr} AS a EXCEPT ALL SELECT CAST('23:59:59.999999' AS TIME), b.jb FROM {fz_arr} AS b
+SELECT a.id FROM {fz_num} AS a UNION SELECT '7' FROM {fz_num} AS b ORDER BY 1
+SELECT a.id FROM {fz_num} AS a UNION ALL SELECT 'x' FROM {fz_num} AS b
