@@ -31,7 +31,7 @@ from lakegate.connectors.changes import TableRef, TableSchema
 from lakegate.connectors.errors import Resnapshot
 from lakegate.connectors.iceberg.schema import Evolution
 from lakegate.connectors.postgres.introspect import Attribute
-from lakegate.connectors.postgres.types import Codec, ConversionError, parse_array
+from lakegate.connectors.postgres.types import Codec, ConversionError, lake_values, parse_array
 
 log = logging.getLogger("lakegate.ingest")
 
@@ -57,7 +57,7 @@ def new_column_values(
         if attr.has_missing and attr.missing is not None:
             element = parse_array(attr.missing)[0]
             try:
-                values[name] = codecs[name].convert(pa.array([element], pa.string()))
+                values[name] = lake_values(codecs[name].convert(pa.array([element], pa.string())))
             except ConversionError as exc:
                 raise ConversionError(
                     f"table {ref}, column {name!r}: the default of the rows that existed before the column "

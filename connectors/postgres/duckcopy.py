@@ -36,7 +36,7 @@ from lakegate.connectors.duckdb.engine import clean_message, load_extensions, sq
 from lakegate.connectors.errors import ConnectionLost, ConnectorError
 from lakegate.connectors.postgres.connection import connect_kwargs
 from lakegate.connectors.postgres.introspect import SourceColumn, SourceTable
-from lakegate.connectors.postgres.types import INT64_INF, Codec, ConversionError, lake_timestamps
+from lakegate.connectors.postgres.types import INT64_INF, Codec, ConversionError, lake_timestamps, lake_values
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def to_lake(
             codec = codecs[column.name]
             try:
                 if column.type_oid not in NATIVE:
-                    arrays.append(codec.convert(values))
+                    arrays.append(lake_values(codec.convert(values)))
                 elif pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type):
                     arrays.append(values)
                 else:

@@ -25,7 +25,7 @@ from lakegate.connectors.changes import (
     TableSchema,
 )
 from lakegate.connectors.postgres import pgoutput
-from lakegate.connectors.postgres.types import Codec, ConversionError
+from lakegate.connectors.postgres.types import Codec, ConversionError, lake_values
 
 #: Where a row's TupleData starts inside a buffered CopyData message: 25 bytes of XLogData header, then the
 #: pgoutput message's kind byte, relation id and tuple marker (I/U/D all put their tuple at offset 6).
@@ -67,7 +67,7 @@ class Segment:
         any_unchanged = None
         for name, column, mask in zip(names, raw, unchanged_masks, strict=True):
             try:
-                arrays.append(self.codecs[name].convert(column.cast(pa.large_string())))
+                arrays.append(lake_values(self.codecs[name].convert(column.cast(pa.large_string()))))
             except (ConversionError, pa.ArrowInvalid) as exc:
                 raise ConversionError(f"table {self.ref}, column {name!r}: {exc}") from exc
             if mask.any():

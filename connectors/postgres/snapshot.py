@@ -39,7 +39,7 @@ from lakegate.connectors.errors import ConnectionLost, TransientError
 from lakegate.connectors.postgres import duckcopy
 from lakegate.connectors.postgres.connection import translated
 from lakegate.connectors.postgres.introspect import SourceTable
-from lakegate.connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError
+from lakegate.connectors.postgres.types import SESSION_OPTIONS, Codec, ConversionError, lake_values
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def convert(text: pa.Table, codecs: Mapping[str, Codec], table: str) -> pa.Table
     arrays = []
     for name in text.column_names:
         try:
-            arrays.append(codecs[name].convert(text[name]))
+            arrays.append(lake_values(codecs[name].convert(text[name])))
         except ConversionError as exc:
             raise ConversionError(f"table {table}, column {name!r}: {exc}") from exc
     return pa.Table.from_arrays(arrays, names=text.column_names)

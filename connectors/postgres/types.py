@@ -224,9 +224,9 @@ def _offset_seconds(text: str | None) -> int:
 def parse_timestamp(text: str) -> int:
     """PostgreSQL timestamp[tz] text -> microseconds since the epoch (UTC for timestamptz)."""
     if text == "infinity":
-        return TS_INFINITY
+        return INT64_INF
     if text == "-infinity":
-        return TS_MINUS_INFINITY
+        return -INT64_INF
     m = _TS.match(text)
     if not m:
         raise ValueError("not an ISO timestamp")
@@ -239,8 +239,6 @@ def parse_timestamp(text: str) -> int:
             "after 294247 AD: the lake counts microseconds since 1970 in 64 bits; change the value or leave the "
             "column out of the publication"
         )
-    if micros in (TS_INFINITY, TS_MINUS_INFINITY):
-        raise ValueError(SENTINEL_HELP)
     return micros
 
 
@@ -265,13 +263,26 @@ def lake_timestamps(values: pa.Array, what: str) -> pa.Array:
     return mapped.cast(values.type)
 
 
-def _timestamp_fast(target: pa.DataType, what: str) -> Callable[[pa.Array], pa.Array]:
-    def convert(values: pa.Array) -> pa.Array:
-        cast = values.cast(target)
-        refuse_sentinels(cast, what)
-        return cast
+def lake_values(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """A converted column as the lake stores it: timestamps (also in lists) through :func:`lake_timestamps`. The
+    codecs keep DuckDB's infinities (the gateway's PostgreSQL route reads its results with them); the ingest
+    calls this on what it writes."""
+    if isinstance(values, pa.ChunkedArray):
+        if not _has_timestamps(values.type):
+            return values
+        return pa.chunked_array([lake_values(chunk) for chunk in values.chunks], type=values.type)
+    typ = values.type
+    if pa.types.is_timestamp(typ):
+        return lake_timestamps(values, "timestamptz" if typ.tz else "timestamp")
+    if (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and _has_timestamps(typ):
+        return type(values).from_arrays(values.offsets, lake_values(values.values), mask=values.is_null())
+    return values
 
-    return convert
+
+def _has_timestamps(typ: pa.DataType) -> bool:
+    while pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        typ = typ.value_type
+    return pa.types.is_timestamp(typ)
 
 
 def parse_time(text: str) -> int:
@@ -482,16 +493,13 @@ def _scalar(t: PgType, typmod: int, unbounded_numeric: str) -> Codec:
             "timestamp": (
                 pa.timestamp("us"),
                 _with_fallback(
-                    _timestamp_fast(pa.timestamp("us"), "timestamp"),
-                    parse_timestamp,
-                    pa.timestamp("us"),
-                    "timestamp",
+                    _cast_only(pa.timestamp("us")), parse_timestamp, pa.timestamp("us"), "timestamp"
                 ),
             ),
             "timestamptz": (
                 pa.timestamp("us", tz="UTC"),
                 _with_fallback(
-                    _timestamp_fast(pa.timestamp("us", tz="UTC"), "timestamptz"),
+                    _cast_only(pa.timestamp("us", tz="UTC")),
                     parse_timestamp,
                     pa.timestamp("us", tz="UTC"),
                     "timestamptz",
