@@ -309,11 +309,28 @@ def bound(ast: exp.Expr) -> None:
             if new is not None:
                 replaced.replace(new)
     _refuse_volatile_arguments(ast)
+    _finite_ages(ast)
     for node in reversed(list(ast.walk())):
         unchecked = _checked_here(node)
         if unchecked is not None:
             node.replace(unchecked)
     _refuse_expansion(ast)
+
+
+def _finite_ages(ast: exp.Expr) -> None:
+    """``age()`` with every argument checked finite (``pg_finite_ts``), whichever rule wrote the call: DuckDB's
+    answer for an infinite timestamp is a huge interval or NULL, PostgreSQL 17's an infinite interval."""
+    for node in list(ast.find_all(exp.Anonymous)):
+        if node.name.lower() == "age":
+            node.set("expressions", [_finite(a) for a in node.expressions])
+
+
+def _finite(arg: exp.Expr) -> exp.Expr:
+    if isinstance(arg, exp.Literal) and arg.is_string:  # typed by the other argument; only 'infinity' is checked
+        if arg.this.strip().lower().lstrip("+-") != "infinity":
+            return arg
+        arg = exp.Cast(this=arg, to=exp.DataType.build("TIMESTAMP"))
+    return exp.Anonymous(this="pg_finite_ts", expressions=[arg])
 
 
 #: the most nodes a statement may have once DuckDB has expanded its macros (TPC-H's queries: a few hundred)

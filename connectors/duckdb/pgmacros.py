@@ -127,6 +127,10 @@ MACROS = (
     "CREATE MACRO pg_date_difference(a, b) AS CASE WHEN isinf(a) OR isinf(b) "
     "THEN error('cannot subtract infinite dates') ELSE CAST(a - b AS INTEGER) END",
     "CREATE MACRO pg_finite_field(x, value, infinite) AS CASE WHEN isinf(x) THEN infinite ELSE value END",
+    # age() of an infinite timestamp: DuckDB answers a huge interval (infinity) or NULL (-infinity), PostgreSQL 17
+    # an infinite interval, which the lake route cannot hold: the refusal of infinite arithmetic (pgerrors)
+    "CREATE MACRO pg_finite_ts(x) AS CASE WHEN isinf(x) THEN error('Cannot subtract infinite timestamps') "
+    "ELSE x END",
     "CREATE MACRO pg_infinity_sign(x) AS "
     "CASE WHEN x > '2000-01-01' THEN 'infinity'::DOUBLE ELSE '-infinity'::DOUBLE END",
     "CREATE MACRO pg_infinite_field(x, field) AS "

@@ -184,3 +184,9 @@ SELECT regexp_replace(regexp_replace(regexp_replace(regexp_replace(a.t, 'a', 'b'
 SELECT '12:00:00', a.jb FROM {fz_arr} AS a EXCEPT ALL SELECT CAST('23:59:59.999999' AS TIME), b.jb FROM {fz_arr} AS b
 SELECT a.id FROM {fz_num} AS a UNION SELECT '7' FROM {fz_num} AS b ORDER BY 1
 SELECT a.id FROM {fz_num} AS a UNION ALL SELECT 'x' FROM {fz_num} AS b
+-- age() of an infinite timestamp: DuckDB answered a huge interval (infinity) or NULL (-infinity), PostgreSQL 17
+-- an infinite interval: refused (0A000) where an argument is infinite, answered where none is
+SELECT CAST('01:30:00' AS TIME) + AGE(a.ts, '1970-01-01') FROM {fz_time} AS a
+SELECT a.id, AGE(a.tz) IS NULL FROM {fz_time} AS a
+SELECT a.id, AGE(a.ts) FROM {fz_time} AS a WHERE isfinite(a.ts)
+SELECT a.id, AGE(a.ts, 'infinity') FROM {fz_time} AS a
