@@ -82,13 +82,8 @@ def _scalar_text(node: exp.Expr, typ: PgType, what: exp.Expr) -> exp.Expr:
     own = value_text(node, typ, what)
     if own is not None:
         return own
-    if typ.is_("bool"):  # boolout: t and f (a cast to text writes true and false)
-        return exp.Case(
-            ifs=[
-                exp.If(this=node.copy(), true=exp.Literal.string("t")),
-                exp.If(this=exp.Not(this=node.copy()), true=exp.Literal.string("f")),
-            ]
-        )
+    if typ.is_("bool"):
+        return boolout(node)
     if typ.bpchar:
         return padded(node, typ, what)
     if typ.string:
@@ -96,6 +91,16 @@ def _scalar_text(node: exp.Expr, typ: PgType, what: exp.Expr) -> exp.Expr:
     if typ.integer or typ.is_("uuid") or typ.numeric and not typ.loose_scale:
         return cast(node, "VARCHAR")
     raise refusal(what, f"the text of an array of {typ.typname} (PostgreSQL's output of its elements)")
+
+
+def boolout(node: exp.Expr) -> exp.Expr:
+    """A boolean's output text: t and f (a cast to text writes true and false)."""
+    return exp.Case(
+        ifs=[
+            exp.If(this=node.copy(), true=exp.Literal.string("t")),
+            exp.If(this=exp.Not(this=node.copy()), true=exp.Literal.string("f")),
+        ]
+    )
 
 
 def _text_cast(node: exp.Expr, types: Typer) -> exp.Expr | None:
@@ -124,7 +129,9 @@ def _text_operands(node: exp.Expr, types: Typer) -> exp.Expr | None:
         return None
     for operand in operands:
         typ = types.of(operand)
-        if _own_text(typ):
+        if typ is not None and typ.is_("bool") and not isinstance(node, exp.DPipe):  # concat: the output, t/f
+            rewrap(operand, boolout, types)
+        elif _own_text(typ):
             rewrap(operand, functools.partial(_text_or_value, typ=typ, what=node), types)
     return None
 

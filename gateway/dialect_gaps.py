@@ -25,6 +25,7 @@ from lakegate.connectors.duckdb import pgbytea
 from lakegate.gateway import dialect_widths
 from lakegate.gateway.dialect import Rule, call, cast, refusal
 from lakegate.gateway.dialect_scale import TEXT_SCALE, text_of
+from lakegate.gateway.dialect_text import padded
 from lakegate.gateway.errors import QueryFailed
 from lakegate.gateway.pgtype import PgType
 from lakegate.gateway.pgtyping import Typer
@@ -229,8 +230,10 @@ def _bytea_literal(node: exp.Expr, types: Typer) -> exp.Expr | None:
         if isinstance(node.this, exp.Literal) and node.this.is_string:
             return _blob(node.this.this)
         source = types.of(node.this)
-        if source is not None and source.is_("text", "varchar", "bpchar", "unknown") and not source.dims:
-            return call("pg_bytea_in", _as_text(node.this, types))  # byteain (connectors/duckdb/pgbytea.py)
+        if source is not None and source.bpchar and not source.dims:  # its output, padded (PostgreSQL's I/O cast)
+            return call("pg_bytea_in", padded(node.this, source, node))
+        if source is not None and source.is_("text", "varchar", "unknown") and not source.dims:
+            return call("pg_bytea_in", node.this)  # byteain (connectors/duckdb/pgbytea.py)
         return None
     if isinstance(node, exp.Decode) and isinstance(node.args.get("charset"), exp.Literal):
         how = node.args[

@@ -6,8 +6,8 @@ scanner strips the padding. PostgreSQL's rules, which the rewrites follow for bo
 * comparing two ``char(n)``, or ``char(n)`` with ``varchar`` or a literal, ignores trailing spaces; with
   ``text`` the ``char(n)`` side loses its trailing spaces (and the text keeps its own);
 * converting to text (``::text``, ``||``, text functions, ``length``) drops the trailing spaces;
-* ``LIKE``/``ILIKE``/``~``/``SIMILAR``, ``octet_length``, ``concat``, ``format`` and the output see the padded
-  value.
+* ``LIKE``/``ILIKE``/``~``/``SIMILAR``, ``octet_length``, ``concat``, ``concat_ws`` (its values), ``format``,
+  a cast to ``bytea`` and the output see the padded value.
 
 Also: ``LIKE`` gets PostgreSQL's escape character (backslash), ``LIKE ANY/ALL (ARRAY[...])`` becomes ``OR``/
 ``AND``, casts to ``char(n)``/``varchar(n)`` truncate (and pad), text to boolean takes PostgreSQL's spellings,
@@ -51,6 +51,8 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
         pairs = [(node.this, node.expression)]
     elif isinstance(node, exp.In) and node.expressions:
         pairs = [(node.this, e) for e in node.expressions]
+    elif isinstance(node, exp.Between):  # x >= low AND x <= high, as PostgreSQL's parser writes it
+        pairs = [(node.this, node.args["low"]), (node.this, node.args["high"])]
     elif isinstance(node, exp.In) and node.args.get("query") is not None:
         projected = _single_projection(node.args["query"])  # x IN (SELECT c ...): x = c for each row
         if projected is None:
@@ -78,7 +80,7 @@ def _comparison(node: exp.Expr, types: Typer) -> exp.Expr | None:
         lefts.add(_as_bpchar_key if as_key else trimmed)
         rewrap(b, functools.partial(_as_bpchar_key if as_key else trimmed, typ=right), types)
     if len(lefts) > 1:
-        raise refusal(node, "an IN list that compares a value both as char(n) and as text")
+        raise refusal(node, "an IN list or BETWEEN that compares a value both as char(n) and as text")
     if lefts:
         rewrap(node.this, functools.partial(lefts.pop(), typ=left), types)
     return None
@@ -262,7 +264,6 @@ _TEXT_FUNCTIONS = {
     "regexpreplace",
     "ascii",
     "stringtoarray",
-    "concatws",
     "groupconcat",
     "overlay",
     "bitlength",
@@ -283,9 +284,14 @@ def _takes_text(node: exp.Func) -> bool:
 
 
 def _padded_functions(node: exp.Expr, types: Typer) -> exp.Expr | None:
-    """octet_length and concat see char(n) padded."""
-    if (
-        isinstance(node, exp.Concat)
+    """octet_length, concat and concat_ws's values (not its separator, a text) see char(n) padded."""
+    if isinstance(node, exp.ConcatWs) and node.expressions:
+        separator, *values = node.expressions
+        rewrap(separator, lambda n: trimmed(n, types.of(n)), types)
+        for child in values:
+            rewrap(child, lambda n: padded(n, types.of(n), node), types)
+    elif (
+        isinstance(node, exp.Concat)  # (ConcatWs is a Concat)
         or isinstance(node, exp.Anonymous)
         and node.name.lower() == "octet_length"
     ):

@@ -20,6 +20,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from lakegate.gateway.errors import BadRequest, Forbidden, SqlSyntaxError, UnsupportedQuery
+from lakegate.gateway.parse_arrays import array_bounds
 from lakegate.gateway.parse_intervals import interval_fields
 from lakegate.gateway.pgdialect import DIALECT
 
@@ -49,7 +50,8 @@ class Statement:
 
 def _tokens(sql: str) -> list[Token]:
     try:
-        return interval_fields(numbers(sql, unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql))))
+        tokens = numbers(sql, unicode_identifiers(Dialect.get_or_raise(DIALECT).tokenize(sql)))
+        return array_bounds(interval_fields(tokens))
     except TokenError as exc:
         raise SqlSyntaxError(f"cannot read the SQL: {exc}") from exc
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel, UnsupportedError
 
 from lakegate.connectors.iceberg.schema import CHANGELOG_SUFFIX
 from lakegate.connectors.postgres.extensions import Footprint
@@ -322,7 +323,7 @@ class Router:
         _strip_column_parts(ast, keep_db=False)
         _name_generator_columns(ast)
         cap_rows(ast, max_rows)
-        body = ast.sql(dialect="duckdb")
+        body = duckdb_sql(ast)
         head, ctes, main = _split_with(ast) if lakes else ("", "", "")
         pgs: dict[str, PgRead] = {}
         for table, ref in pg_tables:  # the same statement reading each PostgreSQL table as a view
@@ -415,12 +416,12 @@ def _split_with(ast: exp.Expression) -> tuple[str, str, str]:
         )
     existing = ast.args.get("with_")
     if existing is None:
-        return "WITH ", "", ast.sql(dialect="duckdb")
+        return "WITH ", "", duckdb_sql(ast)
     ast = ast.copy()
     ast.set("with_", None)
-    text = existing.sql(dialect="duckdb")
+    text = duckdb_sql(existing)
     head = "WITH RECURSIVE " if text.upper().startswith("WITH RECURSIVE ") else "WITH "
-    return head, text[len(head) :], ast.sql(dialect="duckdb")
+    return head, text[len(head) :], duckdb_sql(ast)
 
 
 def cap_rows(ast: exp.Expression, max_rows: int | None) -> None:
@@ -490,3 +491,15 @@ def _unsupported(node: exp.Expression, message: str) -> UnsupportedQuery:
 
 
 __all__ = ["DIALECT", "Plan", "Router", "cap_rows"]
+
+
+def duckdb_sql(node: exp.Expr) -> str:
+    """DuckDB's text of the rewritten statement. What sqlglot cannot write for DuckDB is refused by name rather
+    than written otherwise (it wrote ``sha384(x)`` as ``sha256(x)``, with only a logged warning)."""
+    try:
+        return node.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as exc:
+        raise UnsupportedQuery(
+            f"this statement cannot be computed exactly as PostgreSQL does on the lake route (DuckDB): {exc}; run "
+            "it on a PostgreSQL source"
+        ) from None

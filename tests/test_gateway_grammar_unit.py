@@ -110,6 +110,29 @@ def test_interval_typmods_read_as_postgresql_reads_them(written: str, read: str)
     assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {read}"
 
 
+@pytest.mark.parametrize(
+    "written, read",
+    [
+        ("'{}'::int[5]", "CAST('{}' AS INT[])"),  # was: CAST('{}' AS INT)[5], a subscript
+        (
+            "'{}'::int[][5], CAST(x AS int[3][4])",
+            "CAST('{}' AS INT[][]), CAST(x AS INT[][])",
+        ),  # was: syntax errors
+        (
+            "'{1}'::numeric(10,2)[3], x::double precision[2]",
+            "CAST('{1}' AS DECIMAL(10, 2)[]), CAST(x AS DOUBLE PRECISION[])",
+        ),
+        ("a[5], (x::int[])[2], x AS y", "a[5], (CAST(x AS INT[]))[2], x AS y"),  # subscripts stay subscripts
+    ],
+)
+def test_array_bounds_in_a_type_name_are_documentation(written: str, read: str) -> None:
+    """PostgreSQL records no array bounds: ``int[5]`` and ``int[3][4]`` are ``int[]`` and ``int[][]``."""
+    from lakegate.gateway import parse
+
+    ast = parse.parse(f"SELECT {written} FROM t").ast
+    assert ast is not None and ast.sql(dialect="postgres") == f"SELECT {read} FROM t"
+
+
 def test_nested_macro_calls_past_the_expansion_bound_are_refused_before_duckdb() -> None:
     """regexp_replace copies its argument 7 times a level when DuckDB expands the gateway's macro: eight levels
     would be millions of nodes that DuckDB's binder builds without looking at the time limit (54001); four pass."""

@@ -50,11 +50,6 @@ KNOWN: list[tuple[re.Pattern[str], re.Pattern[str], str]] = [
         "casts that fail in DuckDB without PostgreSQL's SQLSTATE (integer ranges, float input text)",
     ),
     (
-        re.compile(r"\[\]\[\d*\]"),
-        re.compile(r"syntax error at line"),
-        "sqlglot's reading of array types with dimensions ('{}'::int[][5])",
-    ),
-    (
         re.compile(r""),
         re.compile(r"value out of range: (?:over|under)flow|(?:bigint|integer|smallint) out of range"),
         "overflow PostgreSQL raises where DuckDB gives infinity, zero or a wider integer",
@@ -63,11 +58,6 @@ KNOWN: list[tuple[re.Pattern[str], re.Pattern[str], str]] = [
         re.compile(r""),
         re.compile(r"In a DISTINCT aggregate, ORDER BY expressions"),
         "DISTINCT aggregates ordered by collation keys (DuckDB's binder)",
-    ),
-    (
-        re.compile(r"concat|::bytea|\bc\b"),
-        re.compile(_ROWS),
-        "char(n) values in concat() and casts to bytea (PostgreSQL keeps or drops the padding per function)",
     ),
     # found by the function table (tests/fuzz/functions.py)
     (
