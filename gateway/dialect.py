@@ -16,6 +16,8 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
   ``date_trunc``, json;
 * :mod:`~lakegate.gateway.dialect_gaps`: ``bytea`` length/hex, ``timestamp + time``, ``time - time``, numeric
   products in 38 digits;
+* :mod:`~lakegate.gateway.dialect_counts`: ``num_nulls``/``num_nonnulls`` and ``array_positions``, which DuckDB
+  lacks;
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
 * :mod:`~lakegate.gateway.dialect_rows`: whole-row references (``count(t.*)``; first: DuckDB reads them as
   structs);
@@ -90,6 +92,7 @@ def rules() -> list[Rule]:
         dialect_bounds,
         dialect_classes,
         dialect_collation,
+        dialect_counts,
         dialect_datetime,
         dialect_floats,
         dialect_formats,
@@ -129,6 +132,7 @@ def rules() -> list[Rule]:
         *dialect_formats.RULES,
         *dialect_numbers.RULES,
         *dialect_gaps.RULES,
+        *dialect_counts.RULES,
         *dialect_datetime.RULES,
         *dialect_classes.RULES,
         *dialect_text.RULES,

@@ -202,3 +202,6 @@ SELECT a.v, a.u, STRING_AGG(a.c, ',' ORDER BY a.c) FILTER(WHERE a.v BETWEEN a.c 
 SELECT sha384(('\x00ff10')::bytea) AS v, sha512(a.by) FROM {fz_txt} a WHERE a.id = 2
 -- array bounds in a type name are documentation ('{}'::int[5] was read as a subscript, int[][5] not at all)
 SELECT '{}'::int[5], CAST('{1,2}' AS int[3]), '{{1},{2}}'::int[][5], '{1.5}'::numeric(4,1)[2], '{1}'::double precision[1] FROM {fz_num} a WHERE a.id = 1
+-- num_nulls/num_nonnulls, array_positions and scale() of a fixed-scale numeric, which DuckDB lacks
+SELECT a.id, num_nonnulls(a.id, a.k, a.f4), num_nulls(a.k, NULL, a.b), scale(a.n), scale(a.n38) FROM {fz_num} AS a
+SELECT a.id, array_positions(a.ia, 1), array_positions(a.ia, NULL), array_positions(a.ta, 'a') FROM {fz_arr} AS a
