@@ -16,8 +16,8 @@ leaves the node to the rules after it; any other ends its turn. The rules live b
   ``date_trunc``, json;
 * :mod:`~lakegate.gateway.dialect_gaps`: ``bytea`` length/hex, ``timestamp + time``, ``time - time``, numeric
   products in 38 digits;
-* :mod:`~lakegate.gateway.dialect_counts`: ``num_nulls``/``num_nonnulls`` and ``array_positions``, which DuckDB
-  lacks;
+* :mod:`~lakegate.gateway.dialect_counts`: ``num_nulls``/``num_nonnulls``, ``array_positions`` and ``scale``,
+  which DuckDB lacks;
 * :mod:`~lakegate.gateway.dialect_formats`: ``to_char`` of dates and timestamps;
 * :mod:`~lakegate.gateway.dialect_rows`: whole-row references (``count(t.*)``; first: DuckDB reads them as
   structs);

@@ -142,7 +142,11 @@ _RULES: list[Rule] = [
         lambda m: ("22003", "numeric field overflow"),
     ),
     (
-        re.compile(r"Could not convert string ['\"](.*)['\"] to ([A-Z0-9_]+(?:\(\d+,\s*\d+\))?)$", re.DOTALL),
+        re.compile(
+            r"Could not convert string ['\"](.*)['\"] to ([A-Z0-9_]+(?:\(\d+,\s*\d+\))?)"
+            r"(?: when casting from source column \S+)?$",
+            re.DOTALL,
+        ),
         lambda m: _invalid_input(_pg_type(m.group(2)), m.group(1)),
     ),
     (

@@ -205,3 +205,6 @@ SELECT '{}'::int[5], CAST('{1,2}' AS int[3]), '{{1},{2}}'::int[][5], '{1.5}'::nu
 -- num_nulls/num_nonnulls, array_positions and scale() of a fixed-scale numeric, which DuckDB lacks
 SELECT a.id, num_nonnulls(a.id, a.k, a.f4), num_nulls(a.k, NULL, a.b), scale(a.n), scale(a.n38) FROM {fz_num} AS a
 SELECT a.id, array_positions(a.ia, 1), array_positions(a.ia, NULL), array_positions(a.ta, 'a') FROM {fz_arr} AS a
+-- DuckDB's conversion error names its source column: still PostgreSQL's 22P02
+SELECT CAST(a.t AS DOUBLE PRECISION) FROM {fz_txt} AS a
+SELECT CAST(a.v AS REAL), CAST(a.c AS DOUBLE PRECISION) FROM {fz_txt} AS a
