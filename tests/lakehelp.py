@@ -198,6 +198,9 @@ def _normal(value: Any) -> Any:
     return value
 
 
+INT64_MAX = 2**63 - 1  #: DuckDB's infinite timestamp, in µs
+
+
 def _temporal_sql(typ: pa.DataType, expr: str, engine: bool = False) -> str | None:
     """SQL turning a date/timestamp expression into the integer the lake stores (timestamps' infinities as
     ``datetime.max`` and ``datetime.min`` + 1 µs, dates' as DuckDB's), or with ``engine`` the one DuckDB and the
@@ -214,9 +217,6 @@ def _temporal_sql(typ: pa.DataType, expr: str, engine: bool = False) -> str | No
 
 
 _PG_CAST = {"int32": "int4", "int64": "int8", "bool": "bool", "double": "float8", "binary": "bytea"}
-
-
-INT64_MAX = 2**63 - 1
 
 
 def _source_expr(name: str, typ: pa.DataType, engine: bool = False) -> str:
