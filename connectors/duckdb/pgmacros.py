@@ -140,8 +140,9 @@ MACROS = (
     # arrays: a NULL array is an empty one for concatenation (DuckDB's || gives NULL)
     "CREATE MACRO pg_array_cat(a, b) AS CASE WHEN a IS NULL THEN b WHEN b IS NULL THEN a ELSE list_concat(a, b) END",
     "CREATE MACRO pg_array_remove(a, e) AS list_filter(a, lambda x: x IS DISTINCT FROM e)",
-    "CREATE MACRO pg_array_positions(a, e) AS CASE WHEN a IS NULL THEN NULL ELSE "
-    "CAST(list_filter(range(1, len(a) + 1), lambda i: a[i] IS NOT DISTINCT FROM e) AS INTEGER[]) END",
+    # the array bound once (a one-element lambda), so nested calls do not copy it
+    "CREATE MACRO pg_array_positions(a, e) AS list_transform([a], lambda l: "
+    "CAST(list_filter(range(1, len(l) + 1), lambda i: l[i] IS NOT DISTINCT FROM e) AS INTEGER[]))[1]",
     "CREATE MACRO pg_array_length(a, d) AS CASE WHEN d <> 1 THEN "
     "error('array_length() of a dimension other than 1 is not supported on the lake route') "
     "WHEN len(a) = 0 THEN NULL ELSE CAST(len(a) AS INTEGER) END",
