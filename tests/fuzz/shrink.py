@@ -40,7 +40,10 @@ def candidates(template: str) -> Iterator[str]:
     seen = {template}
 
     def emit(new: exp.Expr) -> Iterator[str]:
-        text = _write(new)
+        try:
+            text = _write(new)
+        except (ValueError, sqlglot.errors.SqlglotError):  # a reduction sqlglot cannot write: not a candidate
+            return
         if text not in seen:
             seen.add(text)
             yield text
