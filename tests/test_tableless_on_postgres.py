@@ -14,6 +14,7 @@ import httpx
 import psycopg
 import pytest
 
+from lakegate.gateway.errors import UnsupportedQuery
 from lakegate.gateway.route import DUCKDB_ROUTE, POSTGRES_ROUTE
 from lakegate.gateway.service import Gateway
 from tests.answers_harness import IDENTICAL, compare, from_gateway, from_postgres, infinities
@@ -70,6 +71,16 @@ def _route(gateway: Gateway, sql: str) -> tuple[str, str | None]:
     return plan.route, plan.source
 
 
+def _duckdb_route(gateway: Gateway, sql: str) -> str:
+    """The route of ``sql``; a statement the DuckDB route refuses by name counts as kept there (regexp_replace
+    with N, which sqlglot cannot write for DuckDB: it wrote it without N, a wrong answer)."""
+    try:
+        return _route(gateway, sql)[0]
+    except UnsupportedQuery as exc:
+        assert "lake route (DuckDB)" in str(exc)
+        return DUCKDB_ROUTE
+
+
 @pytest.mark.parametrize("sql", ANSWERS)
 def test_answers_as_postgresql(env: Any, sql: str) -> None:
     conn, client, _ = env
@@ -105,7 +116,7 @@ def test_routed_to_the_postgresql_source(env: Any) -> None:
         config = settings.gateway if not sources else duck
         gateway = Gateway(settings.lake, sources, config).open()
         try:
-            assert {_route(gateway, sql)[0] for sql in ANSWERS} == {DUCKDB_ROUTE}  # (errors: pgcheck's)
+            assert {_duckdb_route(gateway, sql) for sql in ANSWERS} == {DUCKDB_ROUTE}  # (errors: pgcheck's)
         finally:
             gateway.close()
 
