@@ -2,7 +2,8 @@
 ``int[][5]`` are the array types ``int[]`` and ``int[][]`` (PostgreSQL records no bounds; the sizes are
 documentation). sqlglot read ``'{}'::int[5]`` as a subscript of ``'{}'::int`` (the lake route subscripted an
 integer) and ``int[][5]``/``int[3][4]`` not at all. A token pass (beside :mod:`lakegate.gateway.parse_intervals`)
-drops the size between the brackets that follow a type name after ``::`` or ``AS``.
+drops the size between brackets that follow a type name after ``::`` or ``AS`` (looking back from the bracket:
+a subscript ``a[5]`` follows no such name).
 """
 
 from __future__ import annotations
@@ -18,35 +19,40 @@ def array_bounds(tokens: list[Token]) -> list[Token]:
     out: list[Token] = []
     i, count = 0, len(tokens)
     while i < count:
-        token = tokens[i]
-        out.append(token)
+        if (
+            i + 2 < count
+            and tokens[i].token_type == TokenType.L_BRACKET
+            and tokens[i + 1].token_type == TokenType.NUMBER
+            and tokens[i + 2].token_type == TokenType.R_BRACKET
+            and _after_type_name(out)
+        ):
+            out += [tokens[i], tokens[i + 2]]
+            i += 3
+            continue
+        out.append(tokens[i])
         i += 1
-        if token.token_type not in (TokenType.DCOLON, TokenType.ALIAS):
-            continue
-        start = i  # the type's name: words and dots, then at most one parenthesised group (its typmod)
-        while i < count and (tokens[i].token_type == TokenType.DOT or _WORD.match(tokens[i].text)):
-            i += 1
-        if i == start:
-            continue
-        if i < count and tokens[i].token_type == TokenType.L_PAREN:
-            depth = 0
-            while i < count:
-                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[i].token_type, 0)
-                i += 1
-                if depth == 0:
-                    break
-        out += tokens[start:i]
-        while i + 1 < count and tokens[i].token_type == TokenType.L_BRACKET:
-            if tokens[i + 1].token_type == TokenType.R_BRACKET:
-                out += tokens[i : i + 2]
-                i += 2
-            elif (
-                i + 2 < count
-                and tokens[i + 1].token_type == TokenType.NUMBER
-                and tokens[i + 2].token_type == TokenType.R_BRACKET
-            ):
-                out += [tokens[i], tokens[i + 2]]
-                i += 3
-            else:
-                break
     return out
+
+
+def _after_type_name(before: list[Token]) -> bool:
+    """Whether ``before`` ends with ``::`` or ``AS``, a type name (up to four words), its typmod and its bounds."""
+    j = len(before) - 1
+    while j >= 1 and before[j].token_type == TokenType.R_BRACKET and before[j - 1].token_type == TokenType.L_BRACKET:
+        j -= 2  # earlier bounds, already without their sizes
+    if j >= 0 and before[j].token_type == TokenType.R_PAREN:  # the typmod: numbers and commas only
+        j -= 1
+        while j >= 0 and before[j].token_type in (TokenType.NUMBER, TokenType.COMMA):
+            j -= 1
+        if j < 0 or before[j].token_type != TokenType.L_PAREN:
+            return False
+        j -= 1
+    words = 0
+    while (
+        j >= 0
+        and words < 4
+        and before[j].token_type != TokenType.ALIAS
+        and (before[j].token_type == TokenType.DOT or _WORD.match(before[j].text))
+    ):
+        j -= 1
+        words += 1
+    return words > 0 and j >= 0 and before[j].token_type in (TokenType.DCOLON, TokenType.ALIAS)
