@@ -35,7 +35,9 @@ def array_bounds(tokens: list[Token]) -> list[Token]:
 
 
 def _after_type_name(before: list[Token]) -> bool:
-    """Whether ``before`` ends with ``::`` or ``AS``, a type name (up to four words), its typmod and its bounds."""
+    """Whether ``before`` ends with ``::`` or ``AS``, a type name (a word, schema-qualified or not, and the words
+    that continue a name: ``double precision``), its typmod and its bounds. A subscript after a condition
+    (``x::bool THEN a[1]``) follows no type name: only those continuation words may stand between."""
     j = len(before) - 1
     while j >= 1 and before[j].token_type == TokenType.R_BRACKET and before[j - 1].token_type == TokenType.L_BRACKET:
         j -= 2  # earlier bounds, already without their sizes
@@ -46,13 +48,15 @@ def _after_type_name(before: list[Token]) -> bool:
         if j < 0 or before[j].token_type != TokenType.L_PAREN:
             return False
         j -= 1
-    words = 0
-    while (
-        j >= 0
-        and words < 4
-        and before[j].token_type != TokenType.ALIAS
-        and (before[j].token_type == TokenType.DOT or _WORD.match(before[j].text))
-    ):
-        j -= 1
-        words += 1
-    return words > 0 and j >= 0 and before[j].token_type in (TokenType.DCOLON, TokenType.ALIAS)
+    while j >= 0 and before[j].text.lower() in _CONTINUATIONS and before[j].token_type != TokenType.ALIAS:
+        j -= 1  # the later words of double precision, character varying, time with time zone ...
+    if j < 0 or before[j].token_type == TokenType.ALIAS or not _WORD.match(before[j].text):
+        return False
+    j -= 1  # the type's first word, then its schema's
+    while j >= 1 and before[j].token_type == TokenType.DOT and _WORD.match(before[j - 1].text):
+        j -= 2
+    return j >= 0 and before[j].token_type in (TokenType.DCOLON, TokenType.ALIAS)
+
+
+#: words that continue a type's name (``double precision``, ``character varying``, ``timestamp with time zone``)
+_CONTINUATIONS = frozenset({"precision", "varying", "with", "without", "time", "zone"})

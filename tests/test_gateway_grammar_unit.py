@@ -129,6 +129,10 @@ def test_interval_typmods_read_as_postgresql_reads_them(written: str, read: str)
             "x::date AS c1, ARRAY['{}'::int[][5], y]",
             "CAST(x AS DATE) AS c1, ARRAY[CAST('{}' AS INT[][]), y]",
         ),
+        (
+            "CASE WHEN x::bool THEN a[1] END, y::date BETWEEN a[2] AND b, z::timestamp with time zone[3]",
+            "CASE WHEN CAST(x AS BOOLEAN) THEN a[1] END, CAST(y AS DATE) BETWEEN a[2] AND b, CAST(z AS TIMESTAMPTZ[])",
+        ),
     ],
 )
 def test_array_bounds_in_a_type_name_are_documentation(written: str, read: str) -> None:
