@@ -155,8 +155,8 @@ def register_macros(con: duckdb.DuckDBPyConnection) -> None:
 @functools.cache
 def macro_fanouts() -> dict[str, int]:
     """How many copies of an argument each macro makes when DuckDB expands a call (the most uses of one of its
-    parameters in its body; 1 for a body that binds its arguments once, in a lambda). DuckDB expands a macro's
-    argument at each use and its binder never looks at interrupts, so nested calls of a macro that uses its
+    parameters in its body, :func:`_uses`; 1 for a body that binds its arguments once, in a lambda). DuckDB
+    expands a macro's argument at each use and its binder never looks at interrupts, so nested calls of a macro that uses its
     argument n times are n**depth copies that no time limit stops (three nested justify_hours: 127 s to bind)."""
     with duckdb.connect(":memory:") as con:
         register_macros(con)
@@ -166,13 +166,18 @@ def macro_fanouts() -> dict[str, int]:
         ).fetchall()
     out: dict[str, int] = {}
     for name, params, body in rows:
-        uses = (
-            1
-            if "lambda" in body
-            else max((len(re.findall(rf"\b{re.escape(p)}\b", body)) for p in params), default=1)
-        )
-        out[name.lower()] = max(out.get(name.lower(), 1), uses)
+        uses = max((_uses(p, body) for p in params), default=1)
+        out[name.lower()] = max(out.get(name.lower(), 1), uses, 1)
     return out
+
+
+def _uses(param: str, body: str) -> int:
+    """Copies of ``param`` a macro's body makes: its uses before a lambda that rebinds the name (the bind-once
+    idiom, ``list_transform([x], lambda x: ...)[1]``), not counting struct fields (``p.x``) and named arguments
+    (``x := ...``)."""
+    rebound = re.search(rf"\blambda\s+{re.escape(param)}\s*:", body)
+    scope = body[: rebound.start()] if rebound else body
+    return len(re.findall(rf"(?<![.\w]){re.escape(param)}\b(?!\s*:=)", scope))
 
 
 class DuckDBEngine:
