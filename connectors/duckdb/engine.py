@@ -156,8 +156,9 @@ def register_macros(con: duckdb.DuckDBPyConnection) -> None:
 def macro_fanouts() -> dict[str, int]:
     """How many copies of an argument each macro makes when DuckDB expands a call (the most uses of one of its
     parameters in its body, :func:`_uses`; 1 for a body that binds its arguments once, in a lambda). DuckDB
-    expands a macro's argument at each use and its binder never looks at interrupts, so nested calls of a macro that uses its
-    argument n times are n**depth copies that no time limit stops (three nested justify_hours: 127 s to bind)."""
+    expands a macro's argument at each use and its binder never looks at interrupts, so nested calls of a macro
+    that uses its argument n times are n**depth copies that no time limit stops (three nested justify_hours:
+    127 s to bind)."""
     with duckdb.connect(":memory:") as con:
         register_macros(con)
         rows = con.execute(
